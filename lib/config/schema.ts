@@ -26,6 +26,11 @@ export function normalizeTransportName(value: unknown): McpTransportType | undef
   return undefined;
 }
 
+/** An unset or blank `type`/`transport` declares nothing (the Python original's "falsy" test). */
+function isBlank(value: string | undefined): boolean {
+  return value === undefined || value.trim() === "";
+}
+
 const clampPriority = (n: number) => Math.min(ROUTING_PRIORITY_MAX, Math.max(ROUTING_PRIORITY_MIN, n));
 
 export const RoutingModeSchema = z.enum(["off", "prefer"]);
@@ -140,12 +145,13 @@ export const McpServerSchema = z
     task_toolsets: z.array(McpTaskToolsetSchema).default([]),
   })
   .superRefine((server, ctx) => {
-    const declared = server.type ?? server.transport;
+    const typeIsSet = !isBlank(server.type);
+    const declared = typeIsSet ? server.type : isBlank(server.transport) ? undefined : server.transport;
     if (declared !== undefined && normalizeTransportName(declared) === undefined) {
       ctx.addIssue({
         code: "custom",
-        path: [server.type !== undefined ? "type" : "transport"],
-        message: `unsupported transport type '${declared}'; expected one of ${TRANSPORT_TYPES.join(", ")}`,
+        path: [typeIsSet ? "type" : "transport"],
+        message: `unsupported transport type; expected one of ${TRANSPORT_TYPES.join(", ")}`,
       });
     }
     const roles = new Map<string, string>();
@@ -172,7 +178,12 @@ export type McpServerConfigInput = z.input<typeof McpServerSchema>;
  * `type` wins over the MCP-spec key `transport`. With neither, a `url` without `command` means
  * streamable HTTP (the Claude-Desktop remote shape); anything else is stdio.
  */
-function resolveTransport(server: { type?: string; transport?: string; url?: string; command?: string }): McpTransportType {
+export function resolveTransport(server: {
+  type?: string;
+  transport?: string;
+  url?: string;
+  command?: string;
+}): McpTransportType {
   const declared = normalizeTransportName(server.type) ?? normalizeTransportName(server.transport);
   if (declared) return declared;
   if (server.url !== undefined && server.command === undefined) return "http";

@@ -1,0 +1,82 @@
+import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+  ConfigJsonSyntaxError,
+  ConfigValidationError,
+  formatIssuePath,
+  loadExtensionsConfig,
+} from "../../lib/config";
+import { silentLogger } from "../../lib/logger";
+
+describe("formatIssuePath", () => {
+  it("renders identifiers with dots, indexes and other keys in brackets", () => {
+    expect(formatIssuePath(["mcpServers", "github", "args", 1])).toBe("mcpServers.github.args[1]");
+    expect(formatIssuePath(["mcpServers", "my server", "url"])).toBe('mcpServers["my server"].url');
+    expect(formatIssuePath(["mcpServers", "long-running-reports", "task_toolsets", 0, "name"])).toBe(
+      'mcpServers["long-running-reports"].task_toolsets[0].name',
+    );
+    expect(formatIssuePath(["a\"b"])).toBe('["a\\"b"]');
+    expect(formatIssuePath([])).toBe("(root)");
+  });
+});
+
+describe("invalid JSON", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "cfg-json-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function loadText(text: string): Promise<ConfigJsonSyntaxError> {
+    const file = path.join(dir, "extensions_config.json");
+    await writeFile(file, text);
+    const error = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger }).then(
+      () => {
+        throw new Error("expected a syntax error");
+      },
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(ConfigJsonSyntaxError);
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    return error as ConfigJsonSyntaxError;
+  }
+
+  it("names the file and the position, not the content", async () => {
+    const error = await loadText('{\n  "mcpServers": {\n    "x": { "headers": { "A": ghp_SECRETTOKEN123 } }\n  }\n}');
+    expect(error.message).toContain(path.join(dir, "extensions_config.json"));
+    expect(error.message).toContain("line 3 column 30");
+    expect(error.position).toBe(49);
+    expect(error.message).not.toContain("ghp_");
+    expect(error.message).not.toContain("SECRET");
+    expect(JSON.stringify(error.issues)).not.toContain("SECRET");
+  });
+
+  it("reports trailing commas, unterminated strings and end of input", async () => {
+    expect((await loadText('{"a": 1,}')).reason).toBe("expected a property name in double quotes");
+    expect((await loadText('{"a": "sk-SECRET')).reason).toBe("unterminated string");
+    expect((await loadText('{"a": ')).reason).toBe("unexpected end of input");
+    expect((await loadText("")).reason).toBe("unexpected end of input");
+    const trailing = await loadText('{"a": 1} sk-SECRET');
+    expect(trailing.reason).toBe("unexpected content after the JSON value");
+    expect(trailing.message).not.toContain("SECRET");
+  });
+
+  it("accepts a leading byte-order mark", async () => {
+    const file = path.join(dir, "bom.json");
+    await writeFile(file, '\ufeff{"mcpServers": {}}');
+    const loaded = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger });
+    expect(loaded.config.mcpServers).toEqual({});
+  });
+
+  it("rejects a document that is not an object", async () => {
+    const file = path.join(dir, "array.json");
+    await writeFile(file, "[]");
+    await expect(loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger })).rejects.toThrow(
+      /\(root\): expected a JSON object/,
+    );
+  });
+});

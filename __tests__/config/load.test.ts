@@ -1,0 +1,305 @@
+import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+  ConfigValidationError,
+  ExtensionsConfigSchema,
+  getConfigSignature,
+  loadExtensionsConfig,
+  type LoadedExtensionsConfig,
+} from "../../lib/config";
+import { RecordingLogger } from "../../lib/logger";
+
+const FIXTURES = path.join(__dirname, "..", "fixtures", "configs");
+const EXAMPLE = path.join(__dirname, "..", "..", "extensions_config.example.json");
+const SECRET = "ghp_SUPERSECRETVALUE0123456789";
+
+let dir: string;
+let logger: RecordingLogger;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "cfg-load-"));
+  logger = new RecordingLogger();
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function load(config: unknown, env: NodeJS.ProcessEnv = {}): Promise<LoadedExtensionsConfig> {
+  const file = path.join(dir, "extensions_config.json");
+  await writeFile(file, JSON.stringify(config, null, 2));
+  return loadExtensionsConfig({ configPath: file, env, logger });
+}
+
+async function loadError(config: unknown, env: NodeJS.ProcessEnv = {}): Promise<ConfigValidationError> {
+  const error = await load(config, env).then(
+    () => {
+      throw new Error("expected a validation error");
+    },
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(ConfigValidationError);
+  return error as ConfigValidationError;
+}
+
+describe("loadExtensionsConfig", () => {
+  it("returns the path, the signature of the parsed bytes and the raw JSON", async () => {
+    const loaded = await load({ mcpServers: { a: { command: "npx", env: { T: "$TOKEN" } } } }, { TOKEN: "v" });
+    expect(loaded.path).toBe(path.join(dir, "extensions_config.json"));
+    expect(loaded.signature).toEqual(await getConfigSignature(loaded.path!));
+    expect(loaded.raw).toEqual({ mcpServers: { a: { command: "npx", env: { T: "$TOKEN" } } } });
+    expect(loaded.config.mcpServers.a?.env).toEqual({ T: "v" });
+    expect(loaded.config.mcpServers.a?.type).toBe("stdio");
+    expect(loaded.config.mcpServers.a?.session_init_timeout).toBe(60);
+  });
+
+  describe("validation errors", () => {
+    it("name the JSON path and never the value", async () => {
+      const error = await loadError({
+        mcpServers: { github: { command: "npx", args: ["-y", [SECRET]], tool_call_timeout: SECRET } },
+      });
+      expect(error.message).toContain("mcpServers.github.args[1]: Invalid input: expected string, received array");
+      expect(error.message).toContain("mcpServers.github.tool_call_timeout: Invalid input: expected number");
+      expect(error.issues.map((i) => i.path)).toEqual(
+        expect.arrayContaining(["mcpServers.github.args[1]", "mcpServers.github.tool_call_timeout"]),
+      );
+      expect(error.message).not.toContain(SECRET);
+      expect(JSON.stringify(error.issues)).not.toContain(SECRET);
+    });
+
+    it("quote server names that are not identifiers", async () => {
+      const error = await loadError({ mcpServers: { "my server": { url: 42 } } });
+      expect(error.message).toContain('mcpServers["my server"].url');
+    });
+
+    it("do not echo an unsupported transport or an invalid enum value", async () => {
+      const error = await loadError({
+        mcpServers: {
+          a: { type: SECRET, url: "https://x" },
+          b: { url: "https://x", oauth: { token_url: "https://t", grant_type: SECRET } },
+        },
+      });
+      expect(error.message).toContain("mcpServers.a.type: unsupported transport type");
+      expect(error.message).toContain("mcpServers.b.oauth.grant_type");
+      expect(error.message).not.toContain(SECRET);
+    });
+  });
+
+  describe("transport", () => {
+    it("accepts `transport` as an alias of `type`; `type` wins when both are set", async () => {
+      const loaded = await load({
+        mcpServers: {
+          viaAlias: { transport: "sse", url: "https://a/sse" },
+          streamable: { transport: "streamable_http", url: "https://a/mcp" },
+          both: { type: "http", transport: "sse", url: "https://a/mcp" },
+          blankType: { type: "", transport: "sse", url: "https://a/sse" },
+        },
+      });
+      expect(loaded.config.mcpServers.viaAlias?.type).toBe("sse");
+      expect(loaded.config.mcpServers.streamable?.type).toBe("http");
+      expect(loaded.config.mcpServers.both?.type).toBe("http");
+      expect(loaded.config.mcpServers.blankType?.type).toBe("sse");
+    });
+
+    it("skips enabled servers that lack the command or url their transport needs", async () => {
+      const loaded = await load({
+        mcpServers: {
+          noCommand: { type: "stdio", args: ["x"] },
+          noUrl: { type: "http" },
+          sseNoUrl: { transport: "sse", url: "" },
+          disabledNoUrl: { enabled: false, type: "http" },
+          ok: { command: "npx" },
+        },
+      });
+      expect(Object.keys(loaded.config.mcpServers).sort()).toEqual(["disabledNoUrl", "ok"]);
+      expect(loaded.skipped).toEqual([
+        { server: "noCommand", reason: "MCP server 'noCommand' with stdio transport requires 'command' field" },
+        { server: "noUrl", reason: "MCP server 'noUrl' with http transport requires 'url' field" },
+        { server: "sseNoUrl", reason: "MCP server 'sseNoUrl' with sse transport requires 'url' field" },
+      ]);
+      expect(logger.messages("warn")).toEqual(loaded.skipped.map((s) => s.reason));
+    });
+  });
+
+  describe("routing", () => {
+    it("clamps priorities outside 0..100 with a warning naming the JSON path", async () => {
+      const loaded = await load({
+        mcpServers: {
+          high: { command: "npx", routing: { mode: "prefer", priority: 150, keywords: ["a"] } },
+          low: { command: "npx", routing: { priority: -5 }, tools: { query: { routing: { priority: 101 } } } },
+        },
+      });
+      expect(loaded.config.mcpServers.high?.routing).toEqual({ mode: "prefer", priority: 100, keywords: ["a"] });
+      expect(loaded.config.mcpServers.low?.routing.priority).toBe(0);
+      expect(loaded.config.mcpServers.low?.tools.query?.routing).toEqual({ priority: 100 });
+      expect(loaded.warnings).toEqual([
+        "MCP routing priority 150 for mcpServers.high.routing.priority is above 100; clamping to 100.",
+        "MCP routing priority -5 for mcpServers.low.routing.priority is below 0; clamping to 0.",
+        "MCP routing priority 101 for mcpServers.low.tools.query.routing.priority is above 100; clamping to 100.",
+      ]);
+      expect(logger.messages("warn")).toEqual(loaded.warnings);
+    });
+
+    it("keeps a per-tool override to the fields it sets", async () => {
+      const loaded = await load({
+        mcpServers: { a: { command: "npx", tools: { q: { routing: { keywords: ["k"] }, note: "kept" } } } },
+      });
+      expect(loaded.config.mcpServers.a?.tools.q).toEqual({ routing: { keywords: ["k"] }, note: "kept" });
+    });
+
+    it("rejects mode 'require' and unknown routing keys", async () => {
+      const mode = await loadError({ mcpServers: { a: { command: "npx", routing: { mode: "require" } } } });
+      expect(mode.message).toContain("mcpServers.a.routing.mode");
+      const key = await loadError({ mcpServers: { a: { command: "npx", routing: { weight: 3 } } } });
+      expect(key.message).toContain("mcpServers.a.routing");
+      expect(key.message).toContain("weight");
+      const tool = await loadError({
+        mcpServers: { a: { command: "npx", tools: { q: { routing: { mode: "require" } } } } },
+      });
+      expect(tool.message).toContain("mcpServers.a.tools.q.routing.mode");
+    });
+  });
+
+  describe("$VAR references", () => {
+    it("skips an enabled server with an unset variable while the others load", async () => {
+      const env = { PRESENT: SECRET };
+      const loaded = await load(
+        {
+          mcpServers: {
+            broken: {
+              type: "http",
+              url: "https://x/mcp",
+              headers: { Authorization: "Bearer ${MISSING_TOKEN}", "X-Other": "$OTHER_MISSING", "X-Ok": "$PRESENT" },
+            },
+            fine: { command: "npx", env: { TOKEN: "$PRESENT" }, args: ["--auth", "Bearer ${PRESENT}"] },
+          },
+        },
+        env,
+      );
+      expect(Object.keys(loaded.config.mcpServers)).toEqual(["fine"]);
+      expect(loaded.config.mcpServers.fine?.env).toEqual({ TOKEN: SECRET });
+      expect(loaded.config.mcpServers.fine?.args).toEqual(["--auth", `Bearer ${SECRET}`]);
+      const reason =
+        "MCP server 'broken' references unset environment variable(s) MISSING_TOKEN, OTHER_MISSING; not starting it";
+      expect(loaded.skipped).toEqual([
+        { server: "broken", reason, missingVariables: ["MISSING_TOKEN", "OTHER_MISSING"] },
+      ]);
+      expect(logger.messages("warn")).toEqual([reason]);
+      expect(JSON.stringify(logger.lines)).not.toContain(SECRET);
+      expect(loaded.raw).toEqual(JSON.parse(await readFile(loaded.path!, "utf8")));
+    });
+
+    it("does not resolve a disabled server", async () => {
+      const loaded = await load({
+        mcpServers: { off: { enabled: false, command: "npx", env: { TOKEN: "$NOT_SET_ANYWHERE" } } },
+      });
+      expect(loaded.skipped).toEqual([]);
+      expect(loaded.config.mcpServers.off?.env).toEqual({ TOKEN: "$NOT_SET_ANYWHERE" });
+      expect(loaded.config.mcpServers.off?.enabled).toBe(false);
+    });
+
+    it("skips before validating, so a skipped server's other errors are not fatal", async () => {
+      const loaded = await load({ mcpServers: { a: { command: "$UNSET_CMD", args: [1] }, b: { command: "npx" } } });
+      expect(loaded.skipped.map((s) => s.server)).toEqual(["a"]);
+      expect(Object.keys(loaded.config.mcpServers)).toEqual(["b"]);
+    });
+  });
+
+  it("rejects headers_from_context naming one header in two spellings, naming both", async () => {
+    const error = await loadError({
+      mcpServers: {
+        api: {
+          type: "http",
+          url: "https://x/mcp",
+          headers_from_context: { headers: { "X-Api-Key": "key_a", "x-api-key": "key_b" } },
+        },
+      },
+    });
+    expect(error.message).toContain("mcpServers.api.headers_from_context.headers");
+    expect(error.message).toContain("'X-Api-Key'");
+    expect(error.message).toContain("'x-api-key'");
+  });
+
+  it("resolves a relative server cwd against the config file's folder", async () => {
+    const loaded = await load({
+      mcpServers: { rel: { command: "npx", cwd: "work/dir" }, abs: { command: "npx", cwd: "/opt/x" } },
+    });
+    expect(loaded.config.mcpServers.rel?.cwd).toBe(path.join(dir, "work", "dir"));
+    expect(loaded.config.mcpServers.abs?.cwd).toBe("/opt/x");
+  });
+
+  it("keeps unknown per-server and top-level keys", async () => {
+    const loaded = await load({
+      myExtension: { keep: [1, 2] },
+      mcpServers: { a: { command: "npx", customFlag: true, api_key: "$$literal" } },
+    });
+    expect((loaded.config as Record<string, unknown>).myExtension).toEqual({ keep: [1, 2] });
+    const server = loaded.config.mcpServers.a as Record<string, unknown>;
+    expect(server.customFlag).toBe(true);
+    expect(server.api_key).toBe("$literal");
+  });
+
+  describe("files from elsewhere", () => {
+    it("loads the Python original's example verbatim", async () => {
+      const loaded = await loadExtensionsConfig({
+        configPath: path.join(FIXTURES, "python-original.extensions_config.json"),
+        env: {},
+        logger,
+      });
+      const { mcpServers } = loaded.config;
+      expect(Object.keys(mcpServers)).toEqual(["github", "openviking", "postgres", "long-running-reports"]);
+      expect(Object.values(mcpServers).every((s) => s.enabled === false)).toBe(true);
+      expect(loaded.config.mcpInterceptors).toEqual(["my_package.mcp.auth:build_auth_interceptor"]);
+      expect(loaded.config.middlewares).toEqual([]);
+      expect(mcpServers.github?.env).toEqual({ GITHUB_TOKEN: "$GITHUB_TOKEN" });
+      expect(mcpServers.openviking?.type).toBe("http");
+      expect(mcpServers.postgres?.routing).toEqual({
+        mode: "prefer",
+        priority: 50,
+        keywords: ["database", "SQL", "table", "订单", "用户"],
+      });
+      expect(mcpServers.postgres?.tools.query?.routing?.priority).toBe(100);
+      expect(mcpServers["long-running-reports"]?.task_toolsets).toHaveLength(1);
+      expect(loaded.skipped).toEqual([]);
+      expect(loaded.warnings).toEqual([]);
+    });
+
+    it("loads a Claude-Desktop file unchanged; a url-only server is http", async () => {
+      const loaded = await loadExtensionsConfig({
+        configPath: path.join(FIXTURES, "claude-desktop.json"),
+        env: {},
+        logger,
+      });
+      const { filesystem, remote } = loaded.config.mcpServers;
+      expect(filesystem?.type).toBe("stdio");
+      expect(filesystem?.command).toBe("npx");
+      expect(filesystem?.args).toEqual(["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]);
+      expect(remote?.type).toBe("http");
+      expect(remote?.url).toBe("https://example.com/mcp");
+      expect(remote?.headers).toEqual({ Authorization: "Bearer x" });
+      expect(loaded.skipped).toEqual([]);
+    });
+
+    it("the shipped example validates and shows every server field", async () => {
+      const loaded = await loadExtensionsConfig({ configPath: EXAMPLE, env: {}, logger });
+      expect(loaded.skipped).toEqual([]);
+      expect(loaded.warnings).toEqual([]);
+      const servers = Object.values(loaded.raw.mcpServers as Record<string, Record<string, unknown>>);
+      expect(servers.length).toBeGreaterThan(0);
+      expect(servers.every((s) => s.enabled === false)).toBe(true);
+
+      const used = new Set(servers.flatMap((s) => Object.keys(s)));
+      const fields = Object.keys(ExtensionsConfigSchema.parse({ mcpServers: { x: { command: "c" } } }).mcpServers.x!);
+      for (const field of [...fields, "cwd", "url", "oauth", "user_auth", "headers_from_context", "tool_call_timeout"]) {
+        expect(used.has(field) || field === "type" || field === "transport").toBe(true);
+      }
+      expect(used.has("type") && used.has("transport")).toBe(true);
+      for (const key of ["mcpServers", "mcpInterceptors", "skills", "middlewares", "mcpTasks"]) {
+        expect(Object.keys(loaded.raw)).toContain(key);
+      }
+      expect(ExtensionsConfigSchema.safeParse(JSON.parse(await readFile(EXAMPLE, "utf8"))).success).toBe(true);
+    });
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * `npm run bench`: the performance figures, each as a ratio against a baseline measured in the same run.
+ * Real fixture servers (stdio child process, streamable HTTP on 127.0.0.1:0), real ToolNode.
+ */
+import { createHash } from "node:crypto";
+import { open, readFile, stat } from "node:fs/promises";
+import { performance } from "node:perf_hooks";
+import { AIMessage } from "@langchain/core/messages";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createMcpToolkit, silentLogger } from "../lib";
+import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
+import { startHttpFixture, type HttpFixture } from "../__tests__/fixtures/http-server";
+import { stdioFixture } from "../__tests__/fixtures/stdio";
+import { fmtMs, interleaved, median, printTable, type Row } from "./stats";
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 400);
+
+async function toolCallOverhead(rows: Row[]): Promise<void> {
+  const http = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+  const launch = stdioFixture({ name: "local", toolNames: ["echo"] });
+  const dir = await makeTempDir("bench-call-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: { local: { type: "stdio", ...launch }, remote: { type: "http", url: http.url } },
+  });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger });
+  const tools = await toolkit.getTools();
+  const node = new ToolNode(tools);
+
+  const bare = new Client({ name: "bench", version: "0" });
+  const bareHttp = new Client({ name: "bench", version: "0" });
+  await bare.connect(new StdioClientTransport({ ...launch, env: { ...getDefaultEnvironment(), ...launch.env }, stderr: "pipe" }));
+  await bareHttp.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+
+  let n = 0;
+  const viaToolNode = (name: string) => () =>
+    node.invoke({
+      messages: [new AIMessage({ content: "", tool_calls: [{ name, args: { text: "x" }, id: `c${n++}`, type: "tool_call" }] })],
+    });
+  for (const [label, toolName, client] of [
+    ["stdio", "local_echo", bare],
+    ["streamable HTTP", "remote_echo", bareHttp],
+  ] as const) {
+    const samples = await interleaved(viaToolNode(toolName), () => client.callTool({ name: "echo", arguments: { text: "x" } }), CALLS);
+    const ours = median(samples.a);
+    const base = median(samples.b);
+    rows.push({
+      figure: `tool call via ToolNode / bare client.callTool (${label}, median of ${CALLS})`,
+      ours: fmtMs(ours),
+      baseline: fmtMs(base),
+      ratio: ours / base,
+      target: "<= 1.15",
+    });
+  }
+  await Promise.all([bare.close(), bareHttp.close(), toolkit.close()]);
+  await http.close();
+}
+
+async function parallelDiscovery(rows: Row[]): Promise<void> {
+  const servers: HttpFixture[] = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => startHttpFixture({ name: `s${i}`, toolNames: ["echo"], initDelayMs: 200 })),
+  );
+  const dir = await makeTempDir("bench-discovery-");
+  const one = await writeConfig(dir, { mcpServers: { s0: { url: servers[0].url } } }, "one.json");
+  const all = await writeConfig(
+    dir,
+    { mcpServers: Object.fromEntries(servers.map((s, i) => [`s${i}`, { url: s.url }])) },
+    "all.json",
+  );
+  const time = async (configPath: string) => {
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger });
+    const t = performance.now();
+    const tools = await toolkit.getTools();
+    const elapsed = performance.now() - t;
+    await toolkit.close();
+    return { elapsed, count: tools.length };
+  };
+  const singles: number[] = [];
+  const wholes: number[] = [];
+  let count = 0;
+  for (let i = 0; i < 5; i += 1) {
+    singles.push((await time(one)).elapsed);
+    const whole = await time(all);
+    wholes.push(whole.elapsed);
+    count = whole.count;
+  }
+  if (count !== 20) throw new Error(`expected 20 tools from 20 servers, got ${count}`);
+  const ours = median(wholes);
+  const base = median(singles);
+  rows.push({
+    figure: "discovery of 20 servers (200 ms init each) / one server (median of 5)",
+    ours: fmtMs(ours),
+    baseline: fmtMs(base),
+    ratio: ours / base,
+    target: "<= 1.5",
+  });
+  await Promise.all(servers.map((s) => s.close()));
+}
+
+async function hotPath(rows: Row[]): Promise<void> {
+  const http = await startHttpFixture({ name: "hot", toolNames: ["echo"] });
+  const dir = await makeTempDir("bench-hot-");
+  const padding: Record<string, object> = {};
+  const config = { mcpServers: { hot: { url: http.url } as object } };
+  let i = 0;
+  while (JSON.stringify({ ...config, mcpServers: { ...config.mcpServers, ...padding } }, null, 2).length < 64 * 1024) {
+    padding[`disabled_${i}`] = { enabled: false, command: "npx", args: ["-y", `@example/server-${i}`], description: "padding ".repeat(8) };
+    i += 1;
+  }
+  const configPath = await writeConfig(dir, { mcpServers: { ...config.mcpServers, ...padding } });
+  const size = (await stat(configPath)).size;
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger });
+  await toolkit.getTools();
+  const baseline = async () => {
+    await stat(configPath);
+    const bytes = await readFile(configPath);
+    createHash("sha256").update(bytes).digest("hex");
+  };
+  // The same three operations on one file handle, as the signature helper does them.
+  const baselineHandle = async () => {
+    const fh = await open(configPath, "r");
+    try {
+      await fh.stat();
+      createHash("sha256").update(await fh.readFile()).digest("hex");
+    } finally {
+      await fh.close();
+    }
+  };
+  const samples = await interleaved(() => toolkit.getTools(), baseline, 2000, 200);
+  const ours = median(samples.a);
+  const base = median(samples.b);
+  rows.push({
+    figure: `getTools() hot path, unchanged ${(size / 1024).toFixed(0)} KiB config / stat+read+sha256 (median of 2000)`,
+    ours: fmtMs(ours),
+    baseline: fmtMs(base),
+    ratio: ours / base,
+    target: "<= 1.5",
+  });
+  const handle = await interleaved(() => toolkit.getTools(), baselineHandle, 2000, 200);
+  rows.push({
+    figure: "getTools() hot path / open+fstat+read+sha256 on one handle (median of 2000)",
+    ours: fmtMs(median(handle.a)),
+    baseline: fmtMs(median(handle.b)),
+    ratio: median(handle.a) / median(handle.b),
+    target: "<= 1.5",
+  });
+  await toolkit.close();
+  await http.close();
+}
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const rows: Row[] = [];
+  const figures: Record<string, (rows: Row[]) => Promise<void>> = {
+    call: toolCallOverhead,
+    discovery: parallelDiscovery,
+    hot: hotPath,
+  };
+  for (const [name, run] of Object.entries(figures)) {
+    if (only.length === 0 || only.includes(name)) await run(rows);
+  }
+  printTable(rows);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,92 @@
+/**
+ * `$VAR` references in config values (SPEC §2.2).
+ *
+ * - a string that is exactly `$NAME` or `${NAME}` becomes the variable's value;
+ * - `${NAME}` inside a longer string is interpolated;
+ * - `$$` is a literal `$`;
+ * - `$NAME` inside a longer string stays literal.
+ *
+ * An unset variable (`env[name] === undefined`) is reported in `missing` and its reference is left in
+ * place; the caller decides what to do (the loader skips the server, fail closed).
+ */
+
+export interface EnvResolution {
+  value: unknown;
+  /** Distinct unset variable names, in order of appearance. */
+  missing: string[];
+}
+
+const WHOLE_REFERENCE = /^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$/;
+const BRACED_NAME = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/;
+
+export function resolveEnvReferences(value: unknown, env: NodeJS.ProcessEnv): EnvResolution {
+  const missing = new Set<string>();
+  const resolved = resolveValue(value, env, missing);
+  return { value: resolved, missing: [...missing] };
+}
+
+function resolveValue(value: unknown, env: NodeJS.ProcessEnv, missing: Set<string>): unknown {
+  if (typeof value === "string") return resolveString(value, env, missing);
+  if (Array.isArray(value)) return value.map((item) => resolveValue(item, env, missing));
+  if (isPlainObject(value)) {
+    // fromEntries defines own properties, so a JSON key "__proto__" stays a plain key.
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveValue(item, env, missing)]));
+  }
+  return value;
+}
+
+function resolveString(text: string, env: NodeJS.ProcessEnv, missing: Set<string>): string {
+  if (!text.includes("$")) return text;
+
+  const whole = WHOLE_REFERENCE.exec(text);
+  if (whole) {
+    const name = whole[1] ?? whole[2] ?? "";
+    const found = env[name];
+    if (found === undefined) {
+      missing.add(name);
+      return text;
+    }
+    return found;
+  }
+
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const dollar = text.indexOf("$", i);
+    if (dollar === -1) {
+      out += text.slice(i);
+      break;
+    }
+    out += text.slice(i, dollar);
+    const next = text[dollar + 1];
+    if (next === "$") {
+      out += "$";
+      i = dollar + 2;
+      continue;
+    }
+    if (next === "{") {
+      const braced = BRACED_NAME.exec(text.slice(dollar + 1));
+      if (braced) {
+        const name = braced[1] ?? "";
+        const found = env[name];
+        if (found === undefined) {
+          missing.add(name);
+          out += `$${braced[0]}`;
+        } else {
+          out += found;
+        }
+        i = dollar + 1 + braced[0].length;
+        continue;
+      }
+    }
+    out += "$";
+    i = dollar + 1;
+  }
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object") return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}

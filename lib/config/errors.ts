@@ -1,0 +1,58 @@
+/**
+ * Config errors. Their messages name files, JSON paths and positions, never an input value: a value
+ * in a config may be a credential.
+ */
+
+const ROOT = "(root)";
+
+export interface ConfigIssue {
+  /** `mcpServers.github.args[1]` style; `(root)` for the document itself. */
+  path: string;
+  message: string;
+}
+
+export class ConfigValidationError extends Error {
+  constructor(
+    readonly file: string | null,
+    readonly issues: ConfigIssue[],
+    message = describeIssues(file, issues),
+  ) {
+    super(message);
+    this.name = "ConfigValidationError";
+  }
+}
+
+/** The file is not JSON. `position` is a UTF-16 offset into the text, `line`/`column` are 1-based. */
+export class ConfigJsonSyntaxError extends ConfigValidationError {
+  constructor(
+    file: string,
+    readonly reason: string,
+    readonly position: number | null,
+    readonly line: number | null,
+    readonly column: number | null,
+  ) {
+    const where = position === null ? "" : ` at line ${line} column ${column} (position ${position})`;
+    const message = `Extensions config file at ${file} is not valid JSON: ${reason}${where}`;
+    super(file, [{ path: ROOT, message: `${reason}${where}` }], message);
+    this.name = "ConfigJsonSyntaxError";
+  }
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+export function formatIssuePath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return ROOT;
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else if (typeof key === "symbol") out += `[${key.toString()}]`;
+    else if (IDENTIFIER.test(key)) out += out === "" ? key : `.${key}`;
+    else out += `[${JSON.stringify(key)}]`;
+  }
+  return out;
+}
+
+function describeIssues(file: string | null, issues: readonly ConfigIssue[]): string {
+  const head = file === null ? "Invalid extensions config" : `Invalid extensions config at ${file}`;
+  return [`${head}:`, ...issues.map((issue) => `  ${issue.path}: ${issue.message}`)].join("\n");
+}

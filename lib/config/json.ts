@@ -1,0 +1,180 @@
+import { ConfigJsonSyntaxError } from "./errors";
+
+/**
+ * `JSON.parse` with an error that names the position but not the content: V8's own messages quote
+ * the text around the error ("Unexpected token 'S', \"{\"token\": SECRET…\" is not valid JSON").
+ * A leading byte-order mark is ignored.
+ */
+export function parseJsonDocument(text: string, file: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  try {
+    return JSON.parse(body);
+  } catch (err) {
+    const found = locateSyntaxError(body) ?? fromEngineMessage(err);
+    const position = found?.position ?? null;
+    const { line, column } = position === null ? { line: null, column: null } : lineAndColumn(body, position);
+    throw new ConfigJsonSyntaxError(file, found?.reason ?? "syntax error", position, line, column);
+  }
+}
+
+interface SyntaxErrorLocation {
+  reason: string;
+  position: number | null;
+}
+
+function fromEngineMessage(err: unknown): SyntaxErrorLocation | null {
+  const match = err instanceof Error ? /at position (\d+)/.exec(err.message) : null;
+  return match ? { reason: "syntax error", position: Number(match[1]) } : null;
+}
+
+function lineAndColumn(text: string, position: number): { line: number; column: number } {
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < position && i < text.length; i++) {
+    if (text.charCodeAt(i) === 0x0a) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { line, column: position - lineStart + 1 };
+}
+
+class Fail {
+  constructor(
+    readonly reason: string,
+    readonly position: number,
+  ) {}
+}
+
+/** A strict JSON (RFC 8259) syntax walk that reports where the first error is; null if none found. */
+function locateSyntaxError(text: string): SyntaxErrorLocation | null {
+  let i = 0;
+  const fail = (reason: string, at = i): never => {
+    throw new Fail(at >= text.length && reason !== "unterminated string" ? "unexpected end of input" : reason, at);
+  };
+  const skipWhitespace = () => {
+    while (i < text.length) {
+      const c = text[i];
+      if (c === " " || c === "\t" || c === "\n" || c === "\r") i++;
+      else break;
+    }
+  };
+  const literal = (word: string) => {
+    for (let k = 0; k < word.length; k++) {
+      if (text[i + k] !== word[k]) fail("unexpected character", i + k);
+    }
+    i += word.length;
+  };
+  const string = () => {
+    i++;
+    for (;;) {
+      if (i >= text.length) fail("unterminated string");
+      const code = text.charCodeAt(i);
+      if (code === 0x22) {
+        i++;
+        return;
+      }
+      if (code < 0x20) fail("bad control character in string");
+      if (code === 0x5c) {
+        const esc = text[i + 1];
+        if (esc === "u") {
+          if (!/^[0-9A-Fa-f]{4}$/.test(text.slice(i + 2, i + 6))) fail("invalid unicode escape", i + 1);
+          i += 6;
+        } else if (esc !== undefined && '"\\/bfnrt'.includes(esc)) {
+          i += 2;
+        } else {
+          fail("invalid escape sequence", i + 1);
+        }
+        continue;
+      }
+      i++;
+    }
+  };
+  const digits = () => {
+    const start = i;
+    while (i < text.length && text[i] >= "0" && text[i] <= "9") i++;
+    if (i === start) fail("invalid number");
+  };
+  const number = () => {
+    if (text[i] === "-") i++;
+    if (text[i] === "0") i++;
+    else digits();
+    if (text[i] === ".") {
+      i++;
+      digits();
+    }
+    if (text[i] === "e" || text[i] === "E") {
+      i++;
+      if (text[i] === "+" || text[i] === "-") i++;
+      digits();
+    }
+  };
+  const value = (): void => {
+    skipWhitespace();
+    const c = text[i];
+    if (c === "{") {
+      i++;
+      skipWhitespace();
+      if (text[i] === "}") {
+        i++;
+        return;
+      }
+      for (;;) {
+        skipWhitespace();
+        if (text[i] !== '"') fail("expected a property name in double quotes");
+        string();
+        skipWhitespace();
+        if (text[i] !== ":") fail("expected ':' after a property name");
+        i++;
+        value();
+        skipWhitespace();
+        if (text[i] === ",") {
+          i++;
+          continue;
+        }
+        if (text[i] === "}") {
+          i++;
+          return;
+        }
+        fail("expected ',' or '}' after a property value");
+      }
+    }
+    if (c === "[") {
+      i++;
+      skipWhitespace();
+      if (text[i] === "]") {
+        i++;
+        return;
+      }
+      for (;;) {
+        value();
+        skipWhitespace();
+        if (text[i] === ",") {
+          i++;
+          continue;
+        }
+        if (text[i] === "]") {
+          i++;
+          return;
+        }
+        fail("expected ',' or ']' after an array element");
+      }
+    }
+    if (c === '"') return string();
+    if (c === "t") return literal("true");
+    if (c === "f") return literal("false");
+    if (c === "n") return literal("null");
+    if (c === "-" || (c !== undefined && c >= "0" && c <= "9")) return number();
+    fail("unexpected character");
+  };
+
+  try {
+    value();
+    skipWhitespace();
+    if (i < text.length) fail("unexpected content after the JSON value");
+    return null;
+  } catch (err) {
+    if (err instanceof Fail) return { reason: err.reason, position: err.position };
+    return null; // e.g. nesting deeper than the call stack
+  }
+}

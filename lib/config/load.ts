@@ -1,0 +1,203 @@
+import * as nodePath from "node:path";
+import type { z } from "zod";
+import { consoleLogger, type Logger } from "../logger";
+import { resolveEnvReferences } from "./env";
+import { ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
+import { parseJsonDocument } from "./json";
+import { resolveExtensionsConfigPath } from "./path";
+import {
+  ExtensionsConfigSchema,
+  normalizeTransportName,
+  resolveTransport,
+  ROUTING_PRIORITY_MAX,
+  ROUTING_PRIORITY_MIN,
+  type ExtensionsConfig,
+} from "./schema";
+import { readSignedFile, type ConfigSignature } from "./signature";
+
+export interface LoadExtensionsConfigOptions {
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logger?: Logger;
+}
+
+/** An enabled server that is not started; `reason` names fields and variables, never values. */
+export interface SkippedServer {
+  server: string;
+  reason: string;
+  missingVariables?: string[];
+}
+
+export interface LoadedExtensionsConfig {
+  /** The resolved file; `null` when none was found (empty config). */
+  path: string | null;
+  /** Of the bytes that were parsed. */
+  signature: ConfigSignature | null;
+  /** Validated and `$VAR`-resolved; skipped servers are removed from `mcpServers`. */
+  config: ExtensionsConfig;
+  /** The parsed JSON before `$VAR` resolution, for writers that must keep placeholders. */
+  raw: Record<string, unknown>;
+  skipped: SkippedServer[];
+  warnings: string[];
+}
+
+/**
+ * Reads, `$VAR`-resolves and validates the extensions config (SPEC §2). An enabled server that
+ * references an unset variable, or lacks the `command`/`url` its transport needs, is skipped with a
+ * warning while the others load; anything else invalid throws a `ConfigValidationError`.
+ */
+export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {}): Promise<LoadedExtensionsConfig> {
+  const env = opts.env ?? process.env;
+  const logger = opts.logger ?? consoleLogger;
+  const path = resolveExtensionsConfigPath({ configPath: opts.configPath, env, cwd: opts.cwd });
+  if (path === null) {
+    return { path: null, signature: null, config: ExtensionsConfigSchema.parse({}), raw: {}, skipped: [], warnings: [] };
+  }
+
+  let file;
+  try {
+    file = await readSignedFile(path);
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(`Failed to read extensions config at ${path}: ${reason}`, { cause: err });
+  }
+
+  const parsed = parseJsonDocument(file.bytes.toString("utf8"), path);
+  if (!isRecord(parsed)) {
+    throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
+  }
+
+  const { servers, skipped } = prepareServers(parsed.mcpServers, env);
+  const input = servers === undefined ? parsed : { ...parsed, mcpServers: servers };
+  const warnings = priorityWarnings(servers);
+
+  const result = ExtensionsConfigSchema.safeParse(input);
+  if (!result.success) throw new ConfigValidationError(path, result.error.issues.map(toConfigIssue));
+
+  const config = result.data;
+  const base = nodePath.dirname(path);
+  for (const [name, server] of Object.entries(config.mcpServers)) {
+    if (server.cwd !== undefined && server.cwd !== "" && !nodePath.isAbsolute(server.cwd)) {
+      config.mcpServers[name] = { ...server, cwd: nodePath.resolve(base, server.cwd) };
+    }
+  }
+
+  for (const entry of skipped) logger.warn(entry.reason);
+  for (const warning of warnings) logger.warn(warning);
+  return { path, signature: file.signature, config, raw: parsed, skipped, warnings };
+}
+
+/**
+ * Resolves `$VAR`s of each enabled server and drops the enabled servers that cannot start. Disabled
+ * servers and anything that is not a server object pass through for the schema to judge.
+ */
+function prepareServers(
+  rawServers: unknown,
+  env: NodeJS.ProcessEnv,
+): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[] } {
+  const skipped: SkippedServer[] = [];
+  if (!isRecord(rawServers)) return { servers: undefined, skipped };
+
+  const kept: [string, unknown][] = [];
+  for (const [name, server] of Object.entries(rawServers)) {
+    if (!isRecord(server) || server.enabled === false) {
+      kept.push([name, server]);
+      continue;
+    }
+    const { value, missing } = resolveEnvReferences(server, env);
+    if (missing.length > 0) {
+      skipped.push({
+        server: name,
+        reason: `MCP server '${name}' references unset environment variable(s) ${missing.join(", ")}; not starting it`,
+        missingVariables: missing,
+      });
+      continue;
+    }
+    const resolved = value as Record<string, unknown>;
+    const missingField = missingTransportField(name, resolved);
+    if (missingField !== null) {
+      skipped.push({ server: name, reason: missingField });
+      continue;
+    }
+    kept.push([name, resolved]);
+  }
+  return { servers: Object.fromEntries(kept), skipped };
+}
+
+/**
+ * The Python original's start-up checks, applied at load: a stdio server needs `command`, an HTTP/SSE
+ * one needs `url`. `null` also when the transport fields are malformed, which the schema reports.
+ */
+function missingTransportField(name: string, server: Record<string, unknown>): string | null {
+  const { type, transport, url, command } = server;
+  if (!isOptionalString(type) || !isOptionalString(transport)) return null;
+  if (!isOptionalString(url ?? undefined) || !isOptionalString(command ?? undefined)) return null;
+  const declared = isBlank(type) ? (isBlank(transport) ? undefined : transport) : type;
+  if (declared !== undefined && normalizeTransportName(declared) === undefined) return null;
+
+  const kind = resolveTransport({
+    type,
+    transport,
+    url: typeof url === "string" ? url : undefined,
+    command: typeof command === "string" ? command : undefined,
+  });
+  const value = kind === "stdio" ? command : url;
+  if (typeof value === "string" && value.trim() !== "") return null;
+  return `MCP server '${name}' with ${kind} transport requires '${kind === "stdio" ? "command" : "url"}' field`;
+}
+
+/** The schema clamps routing priorities silently; the warnings are raised here, with their JSON path. */
+function priorityWarnings(servers: Record<string, unknown> | undefined): string[] {
+  const warnings: string[] = [];
+  if (servers === undefined) return warnings;
+  const check = (routing: unknown, path: PropertyKey[]) => {
+    if (!isRecord(routing)) return;
+    const priority = routing.priority;
+    if (typeof priority !== "number" || !Number.isInteger(priority)) return;
+    const where = formatIssuePath([...path, "priority"]);
+    if (priority < ROUTING_PRIORITY_MIN) {
+      warnings.push(
+        `MCP routing priority ${priority} for ${where} is below ${ROUTING_PRIORITY_MIN}; clamping to ${ROUTING_PRIORITY_MIN}.`,
+      );
+    } else if (priority > ROUTING_PRIORITY_MAX) {
+      warnings.push(
+        `MCP routing priority ${priority} for ${where} is above ${ROUTING_PRIORITY_MAX}; clamping to ${ROUTING_PRIORITY_MAX}.`,
+      );
+    }
+  };
+  for (const [name, server] of Object.entries(servers)) {
+    if (!isRecord(server)) continue;
+    check(server.routing, ["mcpServers", name, "routing"]);
+    if (!isRecord(server.tools)) continue;
+    for (const [tool, override] of Object.entries(server.tools)) {
+      if (isRecord(override)) check(override.routing, ["mcpServers", name, "tools", tool, "routing"]);
+    }
+  }
+  return warnings;
+}
+
+/** zod 4 messages name types and options, not received values; nested reasons are lifted into the line. */
+function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
+  let message = issue.message;
+  if (issue.code === "invalid_key" || issue.code === "invalid_element") {
+    const inner = issue.issues.map((sub) => sub.message).join("; ");
+    if (inner) message = `${message}: ${inner}`;
+  } else if (issue.code === "invalid_union") {
+    const branches = issue.errors.map((branch) => branch.map((sub) => sub.message).join("; ")).filter(Boolean);
+    if (branches.length > 0) message = `${message} (${branches.join(" | ")})`;
+  }
+  return { path: formatIssuePath(issue.path), message };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isOptionalString(value: unknown): value is string | undefined {
+  return value === undefined || typeof value === "string";
+}
+
+function isBlank(value: string | undefined): boolean {
+  return value === undefined || value.trim() === "";
+}

@@ -1,0 +1,3 @@
+export * from "./config";
+export * from "./mcp";
+export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";

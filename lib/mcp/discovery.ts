@@ -1,0 +1,105 @@
+import { loadMcpTools } from "@langchain/mcp-adapters";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONSchema } from "@langchain/core/utils/json_schema";
+import type { McpServerConfig } from "../config";
+import type { Logger } from "../logger";
+import { DeadlineExceededError, withDeadline } from "./deadline";
+import type { SessionPool } from "./pool";
+import { boundText } from "./results";
+
+export interface DiscoveredTool {
+  definition: Tool;
+  /** The input schema simplified for chat models (refs resolved, combinators merged). */
+  inputSchema: JSONSchema;
+}
+
+export interface ServerDiscovery {
+  serverName: string;
+  server: McpServerConfig;
+  tools: DiscoveredTool[];
+  /** Set when the server contributed nothing because it failed or timed out. */
+  failure?: string;
+}
+
+const FAILURE_REASON_MAX_CHARS = 500;
+
+export function initTimeoutMs(server: McpServerConfig): number | null {
+  return server.session_init_timeout === null ? null : server.session_init_timeout * 1000;
+}
+
+async function listAllTools(client: Client, signal: AbortSignal): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {}, { signal });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+/**
+ * The adapters' JSON-schema simplification, applied to tools we already listed: `loadMcpTools` gets a
+ * stand-in client that answers `listTools` from memory, so there is one `tools/list` round trip.
+ */
+async function simplifySchemas(serverName: string, tools: Tool[]): Promise<Map<string, JSONSchema>> {
+  const copies = tools.map((t) => ({ ...t, inputSchema: structuredClone(t.inputSchema) }));
+  const standIn = { listTools: async () => ({ tools: copies }) } as unknown as Client;
+  const converted = await loadMcpTools(serverName, standIn, {
+    throwOnLoadError: false,
+    prefixToolNameWithServerName: false,
+    additionalToolNamePrefix: "",
+  });
+  return new Map(converted.map((t) => [t.name, t.schema as JSONSchema]));
+}
+
+/** Connects (through the pool, so the session is kept for calls) and lists one server's tools. */
+export async function discoverServer(
+  serverName: string,
+  server: McpServerConfig,
+  pool: SessionPool,
+  headers: Readonly<Record<string, string>>,
+): Promise<DiscoveredTool[]> {
+  const timeoutMs = initTimeoutMs(server);
+  const definitions = await withDeadline(async (signal) => {
+    const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
+    try {
+      return await listAllTools(lease.session.client, signal);
+    } finally {
+      lease.release();
+    }
+  }, timeoutMs);
+  const schemas = await simplifySchemas(serverName, definitions);
+  return definitions.map((definition) => ({
+    definition,
+    inputSchema: schemas.get(definition.name) ?? (definition.inputSchema as JSONSchema),
+  }));
+}
+
+/** Every server in parallel; a failing or hanging server contributes nothing and one warning. */
+export async function discoverAll(
+  servers: ReadonlyArray<{ serverName: string; server: McpServerConfig; headers: Readonly<Record<string, string>> }>,
+  pool: SessionPool,
+  logger: Logger,
+): Promise<ServerDiscovery[]> {
+  return Promise.all(
+    servers.map(async ({ serverName, server, headers }): Promise<ServerDiscovery> => {
+      try {
+        const tools = await discoverServer(serverName, server, pool, headers);
+        return { serverName, server, tools };
+      } catch (err) {
+        const failure =
+          err instanceof DeadlineExceededError
+            ? `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`
+            : `Skipping MCP server '${serverName}' after tool discovery failed: ${boundText(
+                (err as Error)?.message ?? String(err),
+                FAILURE_REASON_MAX_CHARS,
+              )}`;
+        logger.warn(failure);
+        await pool.closeServer(serverName);
+        return { serverName, server, tools: [], failure };
+      }
+    }),
+  );
+}

@@ -1,0 +1,15 @@
+export { McpToolkit, createMcpToolkit, ToolkitClosedError, type McpToolkitOptions } from "./toolkit";
+export { getCachedMcpTools, resetMcpToolsCache, getDefaultMcpToolkit } from "./default";
+export {
+  McpToolCallRequest,
+  composeInterceptors,
+  type McpToolInterceptor,
+  type McpToolCallHandler,
+  type McpToolCallPatch,
+  type McpCallOutcome,
+} from "./interceptor";
+export { renderRoutingHints, resolveEffectiveRouting } from "./routing";
+export { getMcpToolRecord, getMcpRouting, MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord } from "./metadata";
+export { type McpProgressEvent } from "./call";
+export { type McpToolArtifact } from "./results";
+export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";

@@ -1,0 +1,71 @@
+import type { ToolMessage } from "@langchain/core/messages";
+import type { ToolRuntime } from "@langchain/core/tools";
+import type { Command } from "@langchain/langgraph";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+
+export type McpCallOutcome = CallToolResult | ToolMessage | Command;
+
+/** The fields an interceptor may change with `override`. */
+export interface McpToolCallPatch {
+  args?: Record<string, unknown>;
+  headers?: Readonly<Record<string, string>>;
+  meta?: Readonly<Record<string, unknown>>;
+}
+
+export interface McpToolCallRequestInit {
+  serverName: string;
+  toolName: string;
+  args: Record<string, unknown>;
+  headers: Readonly<Record<string, string>>;
+  runtime: ToolRuntime | undefined;
+  meta?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * One MCP tool call as interceptors see it. Immutable: `override` returns a new request.
+ * `toolName` is the raw MCP name; `runtime` is the `ToolRuntime` the tool node injected.
+ */
+export class McpToolCallRequest {
+  readonly serverName: string;
+  readonly toolName: string;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly runtime: ToolRuntime | undefined;
+  readonly meta: Readonly<Record<string, unknown>>;
+
+  constructor(init: McpToolCallRequestInit) {
+    this.serverName = init.serverName;
+    this.toolName = init.toolName;
+    this.args = Object.freeze({ ...init.args });
+    this.headers = Object.freeze({ ...init.headers });
+    this.runtime = init.runtime;
+    this.meta = Object.freeze({ ...(init.meta ?? {}) });
+    Object.freeze(this);
+  }
+
+  override(patch: McpToolCallPatch): McpToolCallRequest {
+    return new McpToolCallRequest({
+      serverName: this.serverName,
+      toolName: this.toolName,
+      runtime: this.runtime,
+      args: patch.args ?? { ...this.args },
+      headers: patch.headers ?? this.headers,
+      meta: patch.meta ?? this.meta,
+    });
+  }
+}
+
+export type McpToolCallHandler = (request: McpToolCallRequest) => Promise<McpCallOutcome>;
+
+/** Onion-style: the first registered interceptor is the outermost. */
+export type McpToolInterceptor = (request: McpToolCallRequest, next: McpToolCallHandler) => Promise<McpCallOutcome>;
+
+export function composeInterceptors(
+  interceptors: readonly McpToolInterceptor[],
+  innermost: McpToolCallHandler,
+): McpToolCallHandler {
+  return interceptors.reduceRight<McpToolCallHandler>(
+    (next, interceptor) => (request) => interceptor(request, next),
+    innermost,
+  );
+}

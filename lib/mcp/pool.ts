@@ -1,0 +1,174 @@
+import { createHash } from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { McpServerConfig } from "../config";
+import type { Logger } from "../logger";
+import { createTransport } from "./transport";
+import { withDeadline } from "./deadline";
+import { ProgressRouter } from "./progress";
+
+export interface McpSession {
+  readonly serverName: string;
+  readonly key: string;
+  readonly client: Client;
+  readonly progress: ProgressRouter;
+}
+
+export interface SessionLease {
+  readonly session: McpSession;
+  release(): void;
+}
+
+export interface AcquireOptions {
+  headers: Readonly<Record<string, string>>;
+  /** Milliseconds for connect + initialize; `null` = no bound. */
+  initTimeoutMs: number | null;
+  /** Stops this caller's wait; a creation other callers share goes on under its own timeout. */
+  signal?: AbortSignal;
+}
+
+interface Entry {
+  readonly key: string;
+  readonly serverName: string;
+  /** Set right after the entry is created; the connect needs the entry's identity. */
+  ready: Promise<McpSession>;
+  session?: McpSession;
+  inFlight: number;
+  closing: boolean;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
+
+/**
+ * Connected MCP sessions of one toolkit generation, keyed by server and by a fingerprint of the final
+ * headers, so the same credentials reuse one initialized session and different ones never share.
+ * Creation is de-duplicated; a session whose transport closes is dropped only if the pool entry is still
+ * that session. `retire()` refuses new acquisitions and closes each session once its calls finish.
+ */
+export class SessionPool {
+  private readonly entries = new Map<string, Entry>();
+  private retired = false;
+
+  constructor(private readonly logger: Logger) {}
+
+  get isRetired(): boolean {
+    return this.retired;
+  }
+
+  async acquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): Promise<SessionLease> {
+    if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
+    const key = sessionKey(serverName, server, opts.headers);
+    let entry = this.entries.get(key);
+    if (!entry) {
+      entry = this.createEntry(key, serverName, server, opts);
+      this.entries.set(key, entry);
+    }
+    entry.inFlight += 1;
+    let session: McpSession;
+    try {
+      // The creation is shared, so one caller's abort only stops that caller's wait.
+      session = await withDeadline(() => entry.ready, null, opts.signal);
+    } catch (err) {
+      entry.inFlight -= 1;
+      throw err;
+    }
+    const owner = entry;
+    let released = false;
+    return {
+      session,
+      release: () => {
+        if (released) return;
+        released = true;
+        owner.inFlight -= 1;
+        if (owner.closing && owner.inFlight === 0) void this.closeEntry(owner);
+      },
+    };
+  }
+
+  private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
+    const entry = { key, serverName, inFlight: 0, closing: false } as Entry;
+    entry.ready = this.connect(entry, server, opts);
+    // Callers observe a rejection through acquire(); this keeps an unobserved failure quiet.
+    entry.ready.catch(() => undefined);
+    return entry;
+  }
+
+  private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
+    const { key, serverName } = entry;
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const progress = new ProgressRouter(client);
+    const transport = createTransport(serverName, server, { headers: opts.headers, logger: this.logger });
+    client.onclose = () => {
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+    };
+    try {
+      await withDeadline(
+        (signal) => client.connect(transport, { signal, timeout: opts.initTimeoutMs ?? MAX_TIMER_MS }),
+        opts.initTimeoutMs,
+      );
+    } catch (err) {
+      if (this.entries.get(key) === entry) this.entries.delete(key);
+      await client.close().catch(() => undefined);
+      throw err;
+    }
+    const session: McpSession = { serverName, key, client, progress };
+    entry.session = session;
+    if (this.retired) {
+      entry.closing = true;
+      if (entry.inFlight === 0) void this.closeEntry(entry);
+    }
+    return session;
+  }
+
+  /** No new acquisitions; idle sessions close now, busy ones when their last call finishes. */
+  retire(): void {
+    this.retired = true;
+    for (const entry of this.entries.values()) {
+      entry.closing = true;
+      if (entry.inFlight === 0) void this.closeEntry(entry);
+    }
+  }
+
+  /** Closes the sessions of one server now (after its discovery failed, so a half-open session is not reused). */
+  async closeServer(serverName: string): Promise<void> {
+    const doomed = [...this.entries.values()].filter((e) => e.serverName === serverName);
+    await Promise.all(doomed.map((entry) => this.closeEntry(entry)));
+  }
+
+  /** Closes every session now, busy or not. */
+  async close(): Promise<void> {
+    this.retired = true;
+    await Promise.all([...this.entries.values()].map((entry) => this.closeEntry(entry)));
+  }
+
+  private async closeEntry(entry: Entry): Promise<void> {
+    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+    const session = await entry.ready.catch(() => undefined);
+    if (!session) return;
+    const transport = session.client.transport;
+    try {
+      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+        await transport.terminateSession().catch(() => undefined);
+      }
+      await session.client.close();
+    } catch (err) {
+      this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** For tests and diagnostics. */
+  size(): number {
+    return this.entries.size;
+  }
+}
+
+function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>): string {
+  if (server.type === "stdio") return serverName;
+  const canonical = Object.entries(headers)
+    .map(([k, v]) => [k.toLowerCase(), v] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const fingerprint = createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
+  return `${serverName}\u0000${fingerprint}`;
+}

@@ -1,0 +1,259 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import {
+  ConfigFileNotFoundError,
+  getConfigSignature,
+  loadExtensionsConfig,
+  resolveExtensionsConfigPath,
+  signaturesEqual,
+  type ConfigSignature,
+  type ExtensionsConfig,
+  type McpServerConfig,
+} from "../config";
+import { consoleLogger, type Logger } from "../logger";
+import { runToolCall, toolErrorOutput } from "./call";
+import { discoverAll } from "./discovery";
+import type { McpToolInterceptor } from "./interceptor";
+import type { McpToolRecord } from "./metadata";
+import { assignVisibleNames } from "./names";
+import { SessionPool } from "./pool";
+import { resolveEffectiveRouting } from "./routing";
+import { createHarnessTool } from "./tool";
+
+export interface McpToolkitOptions {
+  /** Explicit config file; otherwise `MCP_HARNESS_CONFIG`, then the search of SPEC §2.3. */
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logger?: Logger;
+  /** Programmatic interceptors, outermost first. */
+  interceptors?: readonly McpToolInterceptor[];
+}
+
+interface ConfigState {
+  path: string | null;
+  signature: ConfigSignature | null;
+}
+
+interface Generation {
+  readonly token: number;
+  readonly path: string | null;
+  readonly signature: ConfigSignature | null;
+  readonly config: ExtensionsConfig;
+  readonly servers: ReadonlyMap<string, McpServerConfig>;
+  readonly tools: DynamicStructuredTool[];
+  readonly pool: SessionPool;
+  /** Servers that contributed no tools, with the reason (also logged). */
+  readonly failures: ReadonlyMap<string, string>;
+}
+
+const MAX_LOAD_ATTEMPTS = 5;
+
+export class ToolkitClosedError extends Error {
+  constructor() {
+    super("McpToolkit is closed");
+    this.name = "ToolkitClosedError";
+  }
+}
+
+/**
+ * Owns one config path, the tool cache and the session pool of the current generation.
+ * `getTools()` checks the config's content signature on every call, loads lazily, shares one load
+ * between concurrent callers, and discards a load whose config or generation changed underneath it.
+ */
+export class McpToolkit {
+  private readonly logger: Logger;
+  private readonly interceptors: readonly McpToolInterceptor[];
+  private current: Generation | null = null;
+  private loading: Promise<Generation> | null = null;
+  private token = 0;
+  private closed = false;
+
+  constructor(private readonly options: McpToolkitOptions = {}) {
+    this.logger = options.logger ?? consoleLogger;
+    this.interceptors = [...(options.interceptors ?? [])];
+  }
+
+  async getTools(): Promise<DynamicStructuredTool[]> {
+    if (this.closed) throw new ToolkitClosedError();
+    const current = this.current;
+    if (current) {
+      if (!(await this.isStale(current))) return current.tools;
+      if (this.current === current) this.invalidate();
+    }
+    return (await this.ensureLoaded()).tools;
+  }
+
+  /** Servers of the current generation that contributed no tools, with the logged reason. */
+  get discoveryFailures(): ReadonlyMap<string, string> {
+    return this.current?.failures ?? new Map();
+  }
+
+  /** Drops the cached tools (retiring their sessions first); the next use reloads. */
+  async reset(): Promise<void> {
+    this.invalidate();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const current = this.current;
+    this.token += 1;
+    this.current = null;
+    const pending = this.loading;
+    await current?.pool.close();
+    if (pending) await pending.then((g) => g.pool.close()).catch(() => undefined);
+  }
+
+  private invalidate(): void {
+    const old = this.current;
+    this.token += 1;
+    // Retire the pool before clearing the state, so no session of the old generation reaches a new wrapper.
+    old?.pool.retire();
+    this.current = null;
+  }
+
+  private ensureLoaded(): Promise<Generation> {
+    if (this.current) return Promise.resolve(this.current);
+    if (!this.loading) {
+      const loading = this.loadConsistent().finally(() => {
+        if (this.loading === loading) this.loading = null;
+      });
+      this.loading = loading;
+    }
+    return this.loading;
+  }
+
+  private async loadConsistent(): Promise<Generation> {
+    for (let attempt = 1; ; attempt += 1) {
+      if (this.closed) throw new ToolkitClosedError();
+      const token = this.token;
+      const before = await this.configState();
+      const generation = await this.loadGeneration(token);
+      const after = await this.configState();
+      const consistent =
+        token === this.token &&
+        before.path === after.path &&
+        generation.path === after.path &&
+        signaturesEqual(before.signature, after.signature) &&
+        signaturesEqual(generation.signature, after.signature);
+      if (consistent && !this.closed) {
+        this.current = generation;
+        return generation;
+      }
+      generation.pool.retire();
+      if (attempt >= MAX_LOAD_ATTEMPTS) {
+        throw new Error(`MCP config kept changing while tools were loading (${MAX_LOAD_ATTEMPTS} attempts); try again`);
+      }
+      this.logger.info("MCP config or cache changed during tool discovery; discarding that load and retrying");
+    }
+  }
+
+  private async loadGeneration(token: number): Promise<Generation> {
+    const loaded = await loadExtensionsConfig({
+      configPath: this.options.configPath,
+      env: this.options.env,
+      cwd: this.options.cwd,
+      logger: this.logger,
+    });
+    const pool = new SessionPool(this.logger);
+    const enabled = Object.entries(loaded.config.mcpServers).filter(([, server]) => server.enabled);
+    const discoveries = await discoverAll(
+      enabled.map(([serverName, server]) => ({ serverName, server, headers: this.baseHeaders(serverName, server) })),
+      pool,
+      this.logger,
+    );
+    const candidates = discoveries.flatMap((d) =>
+      d.tools.map((tool) => ({
+        server: d.serverName,
+        rawName: tool.definition.name,
+        prefixed: d.server.tool_name_prefix,
+        serverConfig: d.server,
+        tool,
+      })),
+    );
+    const named = assignVisibleNames(candidates, (m) => this.logger.warn(m));
+    const invoke = (record: McpToolRecord, visibleName: string, args: Record<string, unknown>, config: RunnableConfig | undefined) =>
+      this.invokeTool(record, visibleName, args, config);
+    const tools = named.map(({ candidate, visibleName }) =>
+      createHarnessTool(
+        {
+          visibleName,
+          description: candidate.tool.definition.description ?? "",
+          inputSchema: candidate.tool.inputSchema,
+          record: { server: candidate.server, rawName: candidate.rawName, transport: candidate.serverConfig.type },
+          routing: resolveEffectiveRouting(candidate.serverConfig, candidate.rawName),
+          annotations: candidate.tool.definition.annotations as Record<string, unknown> | undefined,
+        },
+        invoke,
+      ),
+    );
+    this.logger.debug(`loaded ${tools.length} MCP tools from ${discoveries.length} servers (generation ${token})`);
+    return {
+      token,
+      path: loaded.path,
+      signature: loaded.signature,
+      config: loaded.config,
+      servers: new Map(enabled),
+      tools,
+      pool,
+      failures: new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!])),
+    };
+  }
+
+  private baseHeaders(_serverName: string, server: McpServerConfig): Readonly<Record<string, string>> {
+    return server.type === "stdio" ? {} : server.headers;
+  }
+
+  /** The call path of every tool this toolkit made, including tools of earlier generations. */
+  private async invokeTool(
+    record: McpToolRecord,
+    visibleName: string,
+    args: Record<string, unknown>,
+    config: RunnableConfig | undefined,
+  ): Promise<unknown> {
+    const generation = this.current ?? (await this.ensureLoaded());
+    const server = generation.servers.get(record.server);
+    if (!server) {
+      return toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config);
+    }
+    return runToolCall({ pool: generation.pool, server }, record, visibleName, args, config, {
+      interceptors: this.interceptors,
+      baseHeaders: (name, s) => this.baseHeaders(name, s),
+    });
+  }
+
+  /** The (path, signature) the cache compares; a vanished explicit path counts as "no change". */
+  private async configState(): Promise<ConfigState> {
+    const path = this.resolvePathForCache();
+    if (path === undefined) return { path: this.current?.path ?? null, signature: this.current?.signature ?? null };
+    return { path, signature: path ? await getConfigSignature(path) : null };
+  }
+
+  private resolvePathForCache(): string | null | undefined {
+    try {
+      return resolveExtensionsConfigPath({ configPath: this.options.configPath, env: this.options.env, cwd: this.options.cwd });
+    } catch (err) {
+      if (err instanceof ConfigFileNotFoundError) return undefined;
+      throw err;
+    }
+  }
+
+  private async isStale(current: Generation): Promise<boolean> {
+    const path = this.resolvePathForCache();
+    if (path === undefined) return false;
+    if (path === null) return false;
+    if (path !== current.path) {
+      this.logger.info(`MCP config path changed (${current.path ?? "none"} → ${path}); reloading tools`);
+      return true;
+    }
+    const signature = await getConfigSignature(path);
+    if (!signature || signature.sha256 === null || !current.signature) return false;
+    if (signaturesEqual(signature, current.signature)) return false;
+    this.logger.info(`MCP config content changed (${path}); reloading tools`);
+    return true;
+  }
+}
+
+export function createMcpToolkit(options?: McpToolkitOptions): McpToolkit {
+  return new McpToolkit(options);
+}
