@@ -1,0 +1,2 @@
+export { runCli } from "./main";
+export type { CliIo } from "./commands";
