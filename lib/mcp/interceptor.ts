@@ -21,6 +21,13 @@ export interface McpToolCallRequestInit {
   meta?: Readonly<Record<string, unknown>>;
 }
 
+const EMPTY: Readonly<Record<string, unknown>> = Object.freeze({});
+
+/** Already-frozen objects are shared as they are (the session pool memoizes by header object identity). */
+function frozenCopy<T extends object>(value: T): Readonly<T> {
+  return Object.isFrozen(value) ? value : Object.freeze({ ...value });
+}
+
 /**
  * One MCP tool call as interceptors see it. Immutable: `override` returns a new request.
  * `toolName` is the raw MCP name; `runtime` is the `ToolRuntime` the tool node injected.
@@ -36,10 +43,10 @@ export class McpToolCallRequest {
   constructor(init: McpToolCallRequestInit) {
     this.serverName = init.serverName;
     this.toolName = init.toolName;
-    this.args = Object.freeze({ ...init.args });
-    this.headers = Object.freeze({ ...init.headers });
+    this.args = frozenCopy(init.args);
+    this.headers = frozenCopy(init.headers);
     this.runtime = init.runtime;
-    this.meta = Object.freeze({ ...(init.meta ?? {}) });
+    this.meta = frozenCopy(init.meta ?? EMPTY);
     Object.freeze(this);
   }
 

@@ -74,13 +74,15 @@ export class SessionPool {
       this.entries.set(key, entry);
     }
     entry.inFlight += 1;
-    let session: McpSession;
-    try {
-      // The creation is shared, so one caller's abort only stops that caller's wait.
-      session = await withDeadline(() => entry.ready, null, opts.signal);
-    } catch (err) {
-      entry.inFlight -= 1;
-      throw err;
+    let session = entry.session;
+    if (!session) {
+      try {
+        // The creation is shared, so one caller's abort only stops that caller's wait.
+        session = await withDeadline(() => entry.ready, null, opts.signal);
+      } catch (err) {
+        entry.inFlight -= 1;
+        throw err;
+      }
     }
     const owner = entry;
     let released = false;
@@ -172,11 +174,22 @@ export class SessionPool {
   }
 }
 
+const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();
+
+/** Calls usually pass the same headers object (the server's static headers), so its digest is memoized. */
+function headersFingerprint(headers: Readonly<Record<string, string>>): string {
+  let fingerprint = fingerprints.get(headers);
+  if (fingerprint === undefined) {
+    const canonical = Object.entries(headers)
+      .map(([k, v]) => [k.toLowerCase(), v] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    fingerprint = createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
+    fingerprints.set(headers, fingerprint);
+  }
+  return fingerprint;
+}
+
 function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>): string {
   if (server.type === "stdio") return serverName;
-  const canonical = Object.entries(headers)
-    .map(([k, v]) => [k.toLowerCase(), v] as const)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const fingerprint = createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
-  return `${serverName}\u0000${fingerprint}`;
+  return `${serverName}\u0000${headersFingerprint(headers)}`;
 }

@@ -48,6 +48,8 @@ interface Generation {
 }
 
 const MAX_LOAD_ATTEMPTS = 5;
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 export class ToolkitClosedError extends Error {
   constructor() {
@@ -201,7 +203,13 @@ export class McpToolkit {
   }
 
   private baseHeaders(_serverName: string, server: McpServerConfig): Readonly<Record<string, string>> {
-    return server.type === "stdio" ? {} : server.headers;
+    if (server.type === "stdio") return NO_HEADERS;
+    let headers = frozenHeaders.get(server);
+    if (!headers) {
+      headers = Object.freeze({ ...server.headers });
+      frozenHeaders.set(server, headers);
+    }
+    return headers;
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
