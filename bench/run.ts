@@ -128,6 +128,31 @@ async function parallelDiscovery(rows: Row[]): Promise<void> {
     wholes.push(whole.elapsed);
     count = whole.count;
   }
+  // Context: the same handshakes with bare SDK clients (connect + tools/list), no harness at all.
+  const bareDiscovery = async (urls: string[]) => {
+    const t = performance.now();
+    const clients = await Promise.all(
+      urls.map(async (url) => {
+        const client = new Client({ name: "bench", version: "0" });
+        await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+        await client.listTools();
+        return client;
+      }),
+    );
+    const elapsed = performance.now() - t;
+    await Promise.all(clients.map((c) => c.close()));
+    return elapsed;
+  };
+  const bareOne: number[] = [];
+  const bareAll: number[] = [];
+  for (let i = 0; i < 7; i += 1) {
+    bareOne.push(await bareDiscovery(fleet.urls.slice(0, 1)));
+    bareAll.push(await bareDiscovery(fleet.urls));
+  }
+  console.log(
+    `bare SDK clients on the same servers: 20 in ${fmtMs(median(bareAll))}, one in ${fmtMs(median(bareOne))} ` +
+      `(${(median(bareAll) / median(bareOne)).toFixed(3)}x)`,
+  );
   fleet.stop();
   if (count !== 20) throw new Error(`expected 20 tools from 20 servers, got ${count}`);
   const ours = median(wholes);
