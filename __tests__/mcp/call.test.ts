@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { ToolMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { stdioFixture } from "../fixtures/stdio";
+
+let toolkit: McpToolkit;
+let tools: Record<string, DynamicStructuredTool>;
+let id = 0;
+
+beforeAll(async () => {
+  const dir = await makeTempDir("mcp-call-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: {
+      local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["echo", "slow", "pid"] }), tool_call_timeout: 0.3 },
+    },
+  });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+  tools = Object.fromEntries((await toolkit.getTools()).map((t) => [t.name, t]));
+});
+afterAll(async () => {
+  await toolkit.close();
+});
+
+async function call(name: string, args: Record<string, unknown> = {}): Promise<ToolMessage> {
+  return (await tools[name].invoke({ type: "tool_call", id: `c${++id}`, name, args })) as ToolMessage;
+}
+
+describe("the call path on a persistent stdio session", () => {
+  test("calls share one child process", async () => {
+    const first = (await call("local_pid")).content;
+    expect((await call("local_pid")).content).toBe(first);
+  });
+
+  test("tool_call_timeout bounds a call with an error ToolMessage and keeps the session", async () => {
+    const pid = (await call("local_pid")).content;
+    const slow = await call("local_slow", { ms: 5000 });
+    expect(slow.status).toBe("error");
+    expect(slow.content).toMatch(/^MCP tool 'slow' on server 'local' failed: .*timed out/i);
+    expect((await call("local_pid")).content).toBe(pid);
+    expect((await call("local_slow", { ms: 10 })).content).toBe("slept 10");
+  });
+
+  test("a crashed server is replaced on a later call; the failed call is not replayed", async () => {
+    const pid = Number((await call("local_pid")).content);
+    process.kill(pid, "SIGKILL");
+    const outcomes: ToolMessage[] = [];
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const message = await call("local_pid");
+      outcomes.push(message);
+      if (message.status !== "error") break;
+    }
+    const last = outcomes.at(-1)!;
+    expect(last.status).toBe("success");
+    expect(Number(last.content)).not.toBe(pid);
+    // at most the call that met the dead session failed; it was reported, not retried behind the caller's back
+    expect(outcomes.filter((m) => m.status === "error").length).toBeLessThanOrEqual(1);
+    expect((await call("local_echo", { text: "alive" })).content).toBe("alive");
+  });
+});
