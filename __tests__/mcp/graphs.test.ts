@@ -27,6 +27,12 @@ beforeAll(async () => {
   });
   const approval: McpToolInterceptor = async (request, next) => {
     interceptorLog.push(`${request.serverName}/${request.toolName}`);
+    if (request.toolName === "echo" && request.args.text === "as command") {
+      const toolCallId = request.runtime?.toolCallId ?? "";
+      return new Command({
+        update: { messages: [new ToolMessage({ content: "handled by interceptor", tool_call_id: toolCallId })] },
+      });
+    }
     if (request.toolName === "echo" && request.args.text === "needs approval") {
       const answer = interrupt<{ question: string }, string>({ question: "approve echo?" });
       return next(request.override({ args: { text: `approved: ${answer}` } }));
@@ -139,7 +145,33 @@ describe("prebuilt ToolNode in a StateGraph", () => {
   });
 });
 
+describe("Command results", () => {
+  test("an interceptor may answer with a Command that the ToolNode applies", async () => {
+    const result = await toolNodeGraph().invoke({
+      messages: [toolCallMessage([{ name: "remote_echo", args: { text: "as command" }, id: "cmd1" }])],
+    });
+    const message = result.messages.at(-1) as ToolMessage;
+    expect(message.content).toBe("handled by interceptor");
+    expect(message.tool_call_id).toBe("cmd1");
+  });
+});
+
 describe("createAgent with a scripted model", () => {
+  test("an interrupt() in an interceptor pauses the agent and resumes with the answer", async () => {
+    const model = new ScriptedChatModel([
+      ScriptedChatModel.toolCall("local_echo", { text: "needs approval" }, "ag1"),
+      { content: "finished" },
+    ]);
+    const agent = createAgent({ model, tools, checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: "agent-approval" } };
+    const first = await agent.invoke({ messages: [new HumanMessage("echo with approval")] }, config);
+    expect((first as { __interrupt__?: { value: unknown }[] }).__interrupt__?.[0]?.value).toEqual({ question: "approve echo?" });
+    const resumed = await agent.invoke(new Command({ resume: "ok" }), config);
+    const toolMessage = resumed.messages.find((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m))!;
+    expect(toolMessage.content).toBe("approved: ok");
+    expect(resumed.messages.at(-1)?.content).toBe("finished");
+  });
+
   test("the agent calls MCP tools and sees their ToolMessages", async () => {
     const model = new ScriptedChatModel([
       ScriptedChatModel.toolCall("remote_add", { a: 1, b: 2 }, "a1"),
