@@ -59,30 +59,24 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
           )
         : undefined;
       const meta = { ...request.meta, ...(progress ? { progressToken: progress.token } : {}) };
-      let result;
       try {
-        result = await lease.session.client.callTool(
+        return (await lease.session.client.callTool(
           { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
           undefined,
           { signal, ...(server.tool_call_timeout ? { timeout: server.tool_call_timeout * 1000 } : {}) },
-        );
+        )) as CallToolResult;
       } finally {
         progress?.done();
       }
-      return result as CallToolResult;
     } finally {
       lease.release();
     }
   };
 }
 
-function isToolMessage(value: unknown): value is ToolMessage {
-  return ToolMessage.isInstance(value);
-}
-
 /** Turns what the chain produced into what the tool returns: a ToolMessage in a tool node, else content. */
 function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined): unknown {
-  if (isCommand(outcome) || isToolMessage(outcome)) return outcome;
+  if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
   const converted = convertCallToolResult(outcome);
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof converted.content === "string" ? converted.content : "MCP tool error");
