@@ -103,8 +103,8 @@ function errorOutput(message: string, visibleName: string, toolCallId: string | 
 
 export interface CallPathOptions {
   interceptors: readonly McpToolInterceptor[];
-  /** Headers every call starts from (static headers for HTTP/SSE). */
-  baseHeaders: (serverName: string, server: McpServerConfig) => Readonly<Record<string, string>>;
+  /** Headers the call starts from (static headers for HTTP/SSE). */
+  headers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -125,7 +125,7 @@ export async function runToolCall(
     serverName: record.server,
     toolName: record.rawName,
     args,
-    headers: opts.baseHeaders(record.server, target.server),
+    headers: opts.headers,
     runtime,
   });
   const handler = composeInterceptors(opts.interceptors, sendToServer(target, record, runtime));

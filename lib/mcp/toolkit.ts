@@ -51,6 +51,17 @@ const MAX_LOAD_ATTEMPTS = 5;
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
+/** The headers every call and the discovery of a server start from; one frozen object per server config. */
+function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
+  if (server.type === "stdio") return NO_HEADERS;
+  let headers = frozenHeaders.get(server);
+  if (!headers) {
+    headers = Object.freeze({ ...server.headers });
+    frozenHeaders.set(server, headers);
+  }
+  return headers;
+}
+
 export class ToolkitClosedError extends Error {
   constructor() {
     super("McpToolkit is closed");
@@ -160,7 +171,7 @@ export class McpToolkit {
     const pool = new SessionPool(this.logger);
     const enabled = Object.entries(loaded.config.mcpServers).filter(([, server]) => server.enabled);
     const discoveries = await discoverAll(
-      enabled.map(([serverName, server]) => ({ serverName, server, headers: this.baseHeaders(serverName, server) })),
+      enabled.map(([serverName, server]) => ({ serverName, server, headers: baseHeaders(server) })),
       pool,
       this.logger,
     );
@@ -202,16 +213,6 @@ export class McpToolkit {
     };
   }
 
-  private baseHeaders(_serverName: string, server: McpServerConfig): Readonly<Record<string, string>> {
-    if (server.type === "stdio") return NO_HEADERS;
-    let headers = frozenHeaders.get(server);
-    if (!headers) {
-      headers = Object.freeze({ ...server.headers });
-      frozenHeaders.set(server, headers);
-    }
-    return headers;
-  }
-
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
   private async invokeTool(
     record: McpToolRecord,
@@ -226,7 +227,7 @@ export class McpToolkit {
     }
     return runToolCall({ pool: generation.pool, server }, record, visibleName, args, config, {
       interceptors: this.interceptors,
-      baseHeaders: (name, s) => this.baseHeaders(name, s),
+      headers: baseHeaders(server),
     });
   }
 
@@ -247,14 +248,13 @@ export class McpToolkit {
   }
 
   private async isStale(current: Generation): Promise<boolean> {
-    const path = this.resolvePathForCache();
-    if (path === undefined) return false;
+    const { path, signature } = await this.configState();
     if (path === null) return false;
     if (path !== current.path) {
       this.logger.info(`MCP config path changed (${current.path ?? "none"} → ${path}); reloading tools`);
       return true;
     }
-    const signature = await getConfigSignature(path);
+    // Deleted or unreadable mid-run: keep serving the last good tools.
     if (!signature || signature.sha256 === null || !current.signature) return false;
     if (signaturesEqual(signature, current.signature)) return false;
     this.logger.info(`MCP config content changed (${path}); reloading tools`);
