@@ -194,6 +194,30 @@ describe("createAgent with a scripted model", () => {
 });
 
 describe("outside a tool node", () => {
+  test("a tool invoked with plain args from a hand-written node sees the run's context via getConfig()", async () => {
+    const seen: unknown[] = [];
+    const capture: McpToolInterceptor = async (request, next) => {
+      seen.push(request.runtime?.context);
+      return next(request);
+    };
+    const dir = await makeTempDir("mcp-graphs-node-");
+    const configPath = await writeConfig(dir, { mcpServers: { remote: { type: "http", url: http.url } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [capture] });
+    try {
+      const echo = (await own.getTools()).find((t) => t.name === "remote_echo")!;
+      const graph = new StateGraph(MessagesAnnotation)
+        .addNode("call", async () => ({ messages: [new AIMessage(String(await echo.invoke({ text: "from a node" })))] }))
+        .addEdge(START, "call")
+        .addEdge("call", END)
+        .compile();
+      const result = await graph.invoke({ messages: [] }, { context: { user_id: "node-user" } });
+      expect(result.messages.at(-1)?.content).toBe("from a node");
+      expect(seen).toEqual([{ user_id: "node-user" }]);
+    } finally {
+      await own.close();
+    }
+  });
+
   test("invoked with plain args the tool returns its content; an isError result throws", async () => {
     const echo = tools.find((t) => t.name === "remote_echo")!;
     await expect(echo.invoke({ text: "plain" })).resolves.toBe("plain");
