@@ -222,6 +222,45 @@ describe("loadExtensionsConfig", () => {
     expect(error.message).toContain("'x-api-key'");
   });
 
+  describe("static headers are checked at load", () => {
+    it.each([
+      ["a line break from a $VAR", { "X-Api-Key": "$BAD_HEADER_VALUE" }, "header 'X-Api-Key' from static headers contains a line break (CR or LF); the value is not shown"],
+      ["leading whitespace", { Authorization: " Bearer t0ken" }, "header 'Authorization' from static headers has leading or trailing whitespace; the value is not shown"],
+      ["a non-ASCII value", { "X-Name": "Jürgen" }, "header 'X-Name' from static headers contains a non-ASCII character; the value is not shown"],
+      ["an invalid name", { "X Api Key": "v" }, "header 'X Api Key' from static headers is not a valid HTTP header name; the value is not shown"],
+      ["a transport-owned name", { "mcp-session-id": "v" }, "header 'mcp-session-id' from static headers is managed by the MCP transport and cannot be set; the value is not shown"],
+    ])("%s: the server is skipped with a message naming header and layer", async (_what, headers, problem) => {
+      const env = { BAD_HEADER_VALUE: "secret-part\r\nX-Evil: 1" };
+      const loaded = await load({ mcpServers: { api: { type: "http", url: "https://x/mcp", headers }, ok: { command: "npx" } } }, env);
+      expect(loaded.skipped).toEqual([{ server: "api", reason: `MCP server 'api': ${problem}; not starting it` }]);
+      expect(Object.keys(loaded.config.mcpServers)).toEqual(["ok"]);
+      expect(JSON.stringify(loaded.skipped)).not.toContain("secret-part");
+    });
+
+    it("one header in two spellings skips the server", async () => {
+      const loaded = await load({
+        mcpServers: { api: { type: "sse", url: "https://x/sse", headers: { Authorization: "a", authorization: "b" } } },
+      });
+      expect(loaded.skipped.map((s) => s.reason)).toEqual([
+        "MCP server 'api' names static header 'Authorization' twice (as 'Authorization' and 'authorization'); not starting it",
+      ]);
+    });
+
+    it("stdio servers have no header layer: their headers are not checked", async () => {
+      const loaded = await load({ mcpServers: { local: { command: "npx", headers: { "Bad Name": " x" } } } });
+      expect(loaded.skipped).toEqual([]);
+    });
+
+    it("user_auth and headers_from_context header names are validated by the schema", async () => {
+      const error = await loadError({
+        mcpServers: {
+          api: { type: "http", url: "https://x/mcp", user_auth: { header: "Mcp-Session-Id", users: {} } },
+        },
+      });
+      expect(error.message).toContain("mcpServers.api.user_auth.header: header name is managed by the MCP transport and cannot be set");
+    });
+  });
+
   it("resolves a relative server cwd against the config file's folder", async () => {
     const loaded = await load({
       mcpServers: { rel: { command: "npx", cwd: "work/dir" }, abs: { command: "npx", cwd: "/opt/x" } },

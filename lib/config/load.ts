@@ -1,5 +1,6 @@
 import * as nodePath from "node:path";
 import type { z } from "zod";
+import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../credentials/headers";
 import { consoleLogger, type Logger } from "../logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
@@ -12,6 +13,7 @@ import {
   ROUTING_PRIORITY_MAX,
   ROUTING_PRIORITY_MIN,
   type ExtensionsConfig,
+  type McpTransportType,
 } from "./schema";
 import { readSignedFile, type ConfigSignature } from "./signature";
 
@@ -115,9 +117,9 @@ function prepareServers(
       continue;
     }
     const resolved = value as Record<string, unknown>;
-    const missingField = missingTransportField(name, resolved);
-    if (missingField !== null) {
-      skipped.push({ server: name, reason: missingField });
+    const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved);
+    if (problem !== null) {
+      skipped.push({ server: name, reason: problem });
       continue;
     }
     kept.push([name, resolved]);
@@ -125,26 +127,49 @@ function prepareServers(
   return { servers: Object.fromEntries(kept), skipped };
 }
 
-/**
- * The Python original's start-up checks, applied at load: a stdio server needs `command`, an HTTP/SSE
- * one needs `url`. `null` also when the transport fields are malformed, which the schema reports.
- */
-function missingTransportField(name: string, server: Record<string, unknown>): string | null {
+/** The transport a raw server object resolves to; `null` when its transport fields are malformed (the schema reports those). */
+function transportOf(server: Record<string, unknown>): McpTransportType | null {
   const { type, transport, url, command } = server;
   if (!isOptionalString(type) || !isOptionalString(transport)) return null;
   if (!isOptionalString(url ?? undefined) || !isOptionalString(command ?? undefined)) return null;
   const declared = isBlank(type) ? (isBlank(transport) ? undefined : transport) : type;
   if (declared !== undefined && normalizeTransportName(declared) === undefined) return null;
-
-  const kind = resolveTransport({
+  return resolveTransport({
     type,
     transport,
     url: typeof url === "string" ? url : undefined,
     command: typeof command === "string" ? command : undefined,
   });
-  const value = kind === "stdio" ? command : url;
+}
+
+/** The Python original's start-up checks, applied at load: a stdio server needs `command`, an HTTP/SSE one needs `url`. */
+function missingTransportField(name: string, server: Record<string, unknown>): string | null {
+  const kind = transportOf(server);
+  if (kind === null) return null;
+  const value = kind === "stdio" ? server.command : server.url;
   if (typeof value === "string" && value.trim() !== "") return null;
   return `MCP server '${name}' with ${kind} transport requires '${kind === "stdio" ? "command" : "url"}' field`;
+}
+
+/**
+ * The static header layer is checked once, at load, after `$VAR` resolution: an HTTP/SSE server whose
+ * headers cannot be sent (bad name or value, one header in two spellings) is not started.
+ */
+function staticHeadersProblem(name: string, server: Record<string, unknown>): string | null {
+  const { headers } = server;
+  if (!isRecord(headers) || transportOf(server) === "stdio") return null;
+  const spellings = new Map<string, string>();
+  for (const [header, value] of Object.entries(headers)) {
+    if (typeof value !== "string") return null; // the schema reports it
+    const problem = headerNameProblem(header) ?? headerValueProblem(value);
+    if (problem !== null) return `${invalidHeaderMessage(name, header, "static", problem)}; not starting it`;
+    const previous = spellings.get(header.toLowerCase());
+    if (previous !== undefined) {
+      return `MCP server '${name}' names static header '${previous}' twice (as '${previous}' and '${header}'); not starting it`;
+    }
+    spellings.set(header.toLowerCase(), header);
+  }
+  return null;
 }
 
 /** The schema clamps routing priorities silently; the warnings are raised here, with their JSON path. */

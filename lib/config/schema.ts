@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { headerNameProblem } from "../credentials/headers";
 
 /**
  * The zod schema of `extensions_config.json`: the single source of the config's types.
@@ -75,7 +76,10 @@ export const McpOAuthSchema = z.looseObject({
 });
 export type McpOAuthConfig = z.output<typeof McpOAuthSchema>;
 
-const headerNameSchema = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be a valid HTTP header name");
+const headerNameSchema = z.string().superRefine((name, ctx) => {
+  const problem = headerNameProblem(name);
+  if (problem !== null) ctx.addIssue({ code: "custom", message: `header name ${problem}` });
+});
 
 export const McpUserAuthSchema = z.looseObject({
   header: headerNameSchema.default("Authorization"),

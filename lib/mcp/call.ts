@@ -4,12 +4,17 @@ import type { ToolRuntime } from "@langchain/core/tools";
 import { isCommand, isGraphBubbleUp } from "@langchain/langgraph";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config";
+import { assertSendableHeader, collapseHeaderCase, type HeaderMap } from "../credentials/headers";
+import { redactHeaderValues } from "../credentials/redact";
+import { initTimeoutMs } from "./discovery";
+import { McpToolCallError } from "./errors";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "./interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { SessionPool } from "./pool";
-import { initTimeoutMs } from "./discovery";
 import { boundText, convertCallToolResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
+
+export { McpToolCallError } from "./errors";
 
 export interface McpProgressEvent {
   type: "mcp_progress";
@@ -26,22 +31,53 @@ export interface CallTarget {
   server: McpServerConfig;
 }
 
-const CALL_ERROR_MAX_CHARS = 1000;
-
-export class McpToolCallError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ToolException";
-  }
+export interface CallPathOptions {
+  /** Credential layers, then custom interceptors; outermost first. */
+  interceptors: readonly McpToolInterceptor[];
+  /** Headers the call starts from (static headers for HTTP/SSE). */
+  headers: HeaderMap;
 }
 
-/** The innermost handler: one `tools/call` on a pooled session with the request's final headers. */
-function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRuntime | undefined) {
+const CALL_ERROR_MAX_CHARS = 1000;
+const NO_HEADERS: HeaderMap = Object.freeze({});
+
+/** What the transport was handed, so error texts can be scrubbed of it. */
+interface SentHeaders {
+  headers?: HeaderMap;
+}
+
+const sendable = new WeakMap<HeaderMap, HeaderMap>();
+
+/**
+ * The request's final headers, one spelling per header and every pair sendable. Credential layers validate
+ * what they set, so a header failing here came from an interceptor. Memoized per (frozen) headers object.
+ */
+function sendableHeaders(serverName: string, headers: HeaderMap): HeaderMap {
+  let checked = sendable.get(headers);
+  if (checked === undefined) {
+    checked = collapseHeaderCase(headers);
+    for (const [name, value] of Object.entries(checked)) assertSendableHeader(serverName, name, value, "interceptor");
+    sendable.set(headers, checked);
+  }
+  return checked;
+}
+
+/**
+ * The innermost handler: one `tools/call` on a pooled session. HTTP/SSE sessions are keyed by the final
+ * headers, so each header set travels on every request of its own session; stdio calls carry headers an
+ * interceptor set as `_meta.headers`.
+ */
+function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRuntime | undefined, signal: AbortSignal | undefined, sent: SentHeaders) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
     const { server, pool } = target;
-    const signal = runtime?.signal;
-    const headers = server.type === "stdio" ? {} : request.headers;
-    const lease = await pool.acquire(request.serverName, server, { headers, initTimeoutMs: initTimeoutMs(server), signal });
+    const headers = sendableHeaders(request.serverName, request.headers);
+    sent.headers = headers;
+    const stdio = server.type === "stdio";
+    const lease = await pool.acquire(request.serverName, server, {
+      headers: stdio ? NO_HEADERS : headers,
+      initTimeoutMs: initTimeoutMs(server),
+      signal,
+    });
     try {
       const writer = runtime?.writer ?? undefined;
       const toolCallId = toolCallIdOf(runtime);
@@ -58,7 +94,11 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
             } satisfies McpProgressEvent),
           )
         : undefined;
-      const meta = { ...request.meta, ...(progress ? { progressToken: progress.token } : {}) };
+      const meta = {
+        ...request.meta,
+        ...(stdio && Object.keys(headers).length > 0 ? { headers: { ...headers } } : {}),
+        ...(progress ? { progressToken: progress.token } : {}),
+      };
       try {
         return (await lease.session.client.callTool(
           { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
@@ -74,16 +114,48 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
   };
 }
 
+/** One call through the interceptor chain; the raw outcome, or the chain's error. */
+function callThroughChain(
+  target: CallTarget,
+  record: McpToolRecord,
+  args: Record<string, unknown>,
+  runtime: ToolRuntime | undefined,
+  signal: AbortSignal | undefined,
+  opts: CallPathOptions,
+  sent: SentHeaders,
+): Promise<McpCallOutcome> {
+  const request = new McpToolCallRequest({
+    serverName: record.server,
+    toolName: record.rawName,
+    args,
+    headers: opts.headers,
+    runtime,
+  });
+  return composeInterceptors(opts.interceptors, sendToServer(target, record, runtime, signal, sent))(request);
+}
+
+/**
+ * The text of a failed call: ours as it is (it never holds a value); anything else (an SDK error, which can
+ * quote a server's response body) is scrubbed of the headers sent, bounded and prefixed.
+ */
+function failureText(err: unknown, record: McpToolRecord, base: HeaderMap, sent: SentHeaders): string {
+  if (err instanceof McpToolCallError) return err.message;
+  const reason = redactHeaderValues((err as Error)?.message ?? String(err), base, sent.headers);
+  return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
+}
+
 /** Turns what the chain produced into what the tool returns: a ToolMessage in a tool node, else content. */
-function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined): unknown {
+function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined, scrub: (text: string) => string): unknown {
   if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
   const converted = convertCallToolResult(outcome);
+  // A server's error text may echo what it was sent (a rejected token, say).
+  const content = converted.isError && typeof converted.content === "string" ? scrub(converted.content) : converted.content;
   if (toolCallId === undefined) {
-    if (converted.isError) throw new McpToolCallError(typeof converted.content === "string" ? converted.content : "MCP tool error");
-    return converted.content;
+    if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
+    return content;
   }
   return new ToolMessage({
-    content: converted.content,
+    content,
     artifact: converted.artifact,
     status: converted.isError ? "error" : "success",
     tool_call_id: toolCallId,
@@ -101,15 +173,9 @@ function errorOutput(message: string, visibleName: string, toolCallId: string | 
   return new ToolMessage({ content: message, status: "error", tool_call_id: toolCallId, name: visibleName });
 }
 
-export interface CallPathOptions {
-  interceptors: readonly McpToolInterceptor[];
-  /** Headers the call starts from (static headers for HTTP/SSE). */
-  headers: Readonly<Record<string, string>>;
-}
-
 /**
- * One tool call through the interceptor chain. Failures the model can act on become error ToolMessages
- * with this project's own text; LangGraph interrupts/commands and run cancellation propagate.
+ * One tool call of a harness tool. Failures the model can act on become error ToolMessages with this
+ * project's own text; LangGraph interrupts/commands and run cancellation propagate.
  */
 export async function runToolCall(
   target: CallTarget,
@@ -121,20 +187,33 @@ export async function runToolCall(
 ): Promise<unknown> {
   const runtime = resolveToolRuntime(config);
   const toolCallId = toolCallIdOf(runtime);
-  const request = new McpToolCallRequest({
-    serverName: record.server,
-    toolName: record.rawName,
-    args,
-    headers: opts.headers,
-    runtime,
-  });
-  const handler = composeInterceptors(opts.interceptors, sendToServer(target, record, runtime));
+  const sent: SentHeaders = {};
   try {
-    return toToolOutput(await handler(request), visibleName, toolCallId);
+    const outcome = await callThroughChain(target, record, args, runtime, runtime?.signal, opts, sent);
+    return toToolOutput(outcome, visibleName, toolCallId, (text) => redactHeaderValues(text, opts.headers, sent.headers));
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
-    if (err instanceof McpToolCallError) return errorOutput(err.message, visibleName, toolCallId);
-    const reason = boundText((err as Error)?.message ?? String(err), CALL_ERROR_MAX_CHARS);
-    return errorOutput(`MCP tool '${record.rawName}' on server '${record.server}' failed: ${reason}`, visibleName, toolCallId);
+    return errorOutput(failureText(err, record, opts.headers, sent), visibleName, toolCallId);
+  }
+}
+
+/**
+ * One call outside a tool node (durable tasks): the raw outcome of the chain. Failures throw an
+ * `McpToolCallError` with the same vetted, scrubbed text a tool would show; interrupts and aborts propagate.
+ */
+export async function runDirectCall(
+  target: CallTarget,
+  record: McpToolRecord,
+  args: Record<string, unknown>,
+  runtime: ToolRuntime | undefined,
+  signal: AbortSignal | undefined,
+  opts: CallPathOptions,
+): Promise<McpCallOutcome> {
+  const sent: SentHeaders = {};
+  try {
+    return await callThroughChain(target, record, args, runtime, signal, opts, sent);
+  } catch (err) {
+    if (isGraphBubbleUp(err) || signal?.aborted) throw err;
+    throw new McpToolCallError(failureText(err, record, opts.headers, sent));
   }
 }

@@ -3,6 +3,8 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
+import type { HeaderMap } from "../credentials/headers";
+import { redactHeaderValues } from "../credentials/redact";
 import type { Logger } from "../logger";
 import { DeadlineExceededError, withDeadline } from "./deadline";
 import type { SessionPool } from "./pool";
@@ -54,15 +56,30 @@ async function simplifySchemas(serverName: string, tools: Tool[]): Promise<Map<s
   return new Map(converted.map((t) => [t.name, t.schema as JSONSchema]));
 }
 
-/** Connects (through the pool, so the session is kept for calls) and lists one server's tools. */
+/** The server-level headers (static + OAuth) discovery connects with; resolving them may fetch a token. */
+export type DiscoveryHeaders = (signal: AbortSignal) => Promise<HeaderMap>;
+
+export interface DiscoveryTarget {
+  serverName: string;
+  server: McpServerConfig;
+  headers: DiscoveryHeaders;
+}
+
+/**
+ * Connects (through the pool, so the session is kept for calls) and lists one server's tools. The whole of
+ * it, token request included, runs under the server's `session_init_timeout`.
+ */
 export async function discoverServer(
   serverName: string,
   server: McpServerConfig,
   pool: SessionPool,
-  headers: Readonly<Record<string, string>>,
+  resolveHeaders: DiscoveryHeaders,
+  sent: { headers?: HeaderMap } = {},
 ): Promise<DiscoveredTool[]> {
   const timeoutMs = initTimeoutMs(server);
   const definitions = await withDeadline(async (signal) => {
+    const headers = await resolveHeaders(signal);
+    sent.headers = headers;
     const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
     try {
       return await listAllTools(lease.session.client, signal);
@@ -79,23 +96,23 @@ export async function discoverServer(
 
 /** Every server in parallel; a failing or hanging server contributes nothing and one warning. */
 export async function discoverAll(
-  servers: ReadonlyArray<{ serverName: string; server: McpServerConfig; headers: Readonly<Record<string, string>> }>,
+  servers: readonly DiscoveryTarget[],
   pool: SessionPool,
   logger: Logger,
 ): Promise<ServerDiscovery[]> {
   return Promise.all(
     servers.map(async ({ serverName, server, headers }): Promise<ServerDiscovery> => {
+      const sent: { headers?: HeaderMap } = {};
       try {
-        const tools = await discoverServer(serverName, server, pool, headers);
+        const tools = await discoverServer(serverName, server, pool, headers, sent);
         return { serverName, server, tools };
       } catch (err) {
+        // An HTTP error text can carry the server's response body, which may echo what was sent.
+        const reason = redactHeaderValues((err as Error)?.message ?? String(err), sent.headers);
         const failure =
           err instanceof DeadlineExceededError
             ? `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`
-            : `Skipping MCP server '${serverName}' after tool discovery failed: ${boundText(
-                (err as Error)?.message ?? String(err),
-                FAILURE_REASON_MAX_CHARS,
-              )}`;
+            : `Skipping MCP server '${serverName}' after tool discovery failed: ${boundText(reason, FAILURE_REASON_MAX_CHARS)}`;
         logger.warn(failure);
         await pool.closeServer(serverName);
         return { serverName, server, tools: [], failure };

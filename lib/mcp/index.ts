@@ -1,4 +1,5 @@
-export { McpToolkit, createMcpToolkit, ToolkitClosedError, type McpToolkitOptions } from "./toolkit";
+export { McpToolkit, createMcpToolkit, ToolkitClosedError, type McpDirectToolCall, type McpToolkitOptions } from "./toolkit";
+export { McpToolCallError } from "./errors";
 export { getCachedMcpTools, resetMcpToolsCache, getDefaultMcpToolkit } from "./default";
 export {
   McpToolCallRequest,

@@ -1,5 +1,6 @@
+import * as nodePath from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { DynamicStructuredTool } from "@langchain/core/tools";
+import type { DynamicStructuredTool, ToolRuntime } from "@langchain/core/tools";
 import {
   ConfigFileNotFoundError,
   getConfigSignature,
@@ -10,15 +11,25 @@ import {
   type ExtensionsConfig,
   type McpServerConfig,
 } from "../config";
+import {
+  credentialLayers,
+  interceptorSpecs,
+  loadCustomInterceptors,
+  OAuthTokenManager,
+  ServerHeaders,
+  type OAuthTokenManagerOptions,
+} from "../credentials";
 import { consoleLogger, type Logger } from "../logger";
-import { runToolCall, toolErrorOutput } from "./call";
+import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll } from "./discovery";
-import type { McpToolInterceptor } from "./interceptor";
+import type { McpCallOutcome, McpToolInterceptor } from "./interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { SessionPool } from "./pool";
 import { resolveEffectiveRouting } from "./routing";
 import { createHarnessTool } from "./tool";
+import { McpToolCallError } from "./errors";
+import { resolveToolRuntime } from "./runtime";
 
 export interface McpToolkitOptions {
   /** Explicit config file; otherwise `MCP_HARNESS_CONFIG`, then the search of SPEC §2.3. */
@@ -26,8 +37,40 @@ export interface McpToolkitOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   logger?: Logger;
-  /** Programmatic interceptors, outermost first. */
+  /** Programmatic interceptors, outermost first; they run inside the credential layers and `mcpInterceptors`. */
   interceptors?: readonly McpToolInterceptor[];
+  /** Token endpoint client settings (clock, fetch, timeout), mostly for tests. */
+  oauth?: OAuthTokenManagerOptions;
+}
+
+/** A call made outside a tool node, e.g. by the durable-task service. */
+export interface McpDirectToolCall {
+  server: string;
+  /** The raw MCP tool name. */
+  tool: string;
+  args: Record<string, unknown>;
+  /** The run's ToolRuntime when the call belongs to an agent run (a durable-task submit). */
+  runtime?: ToolRuntime;
+  /**
+   * `true` (default): every credential layer, as for an agent's tool call. `false`: server-level
+   * credentials only (static headers + OAuth), for calls that run outside any agent run (task status/cancel).
+   */
+  requestScopedHeaders?: boolean;
+  signal?: AbortSignal;
+}
+
+/** How one server's calls run: the chain for agent calls and the chain for server-level calls. */
+interface ServerCallPaths {
+  readonly requestScoped: CallPathOptions;
+  readonly serverLevel: CallPathOptions;
+}
+
+/** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
+interface CustomInterceptors {
+  readonly specs: readonly string[];
+  /** The folder relative module names resolved from. */
+  readonly dir: string | null;
+  readonly interceptors: readonly McpToolInterceptor[];
 }
 
 interface ConfigState {
@@ -43,6 +86,8 @@ interface Generation {
   readonly servers: ReadonlyMap<string, McpServerConfig>;
   readonly tools: DynamicStructuredTool[];
   readonly pool: SessionPool;
+  readonly calls: ReadonlyMap<string, ServerCallPaths>;
+  readonly custom: CustomInterceptors;
   /** Servers that contributed no tools, with the reason (also logged). */
   readonly failures: ReadonlyMap<string, string>;
 }
@@ -77,6 +122,8 @@ export class ToolkitClosedError extends Error {
 export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
+  private readonly oauth: OAuthTokenManager;
+  private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
   private loading: Promise<Generation> | null = null;
   private token = 0;
@@ -85,6 +132,7 @@ export class McpToolkit {
   constructor(private readonly options: McpToolkitOptions = {}) {
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
+    this.oauth = new OAuthTokenManager(options.oauth);
   }
 
   async getTools(): Promise<DynamicStructuredTool[]> {
@@ -151,6 +199,8 @@ export class McpToolkit {
         signaturesEqual(generation.signature, after.signature);
       if (consistent && !this.closed) {
         this.current = generation;
+        this.custom ??= generation.custom;
+        this.oauth.retain(generation.servers.keys());
         return generation;
       }
       generation.pool.retire();
@@ -168,10 +218,22 @@ export class McpToolkit {
       cwd: this.options.cwd,
       logger: this.logger,
     });
+    const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
     const pool = new SessionPool(this.logger);
     const enabled = Object.entries(loaded.config.mcpServers).filter(([, server]) => server.enabled);
+    const calls = new Map<string, ServerCallPaths>();
     const discoveries = await discoverAll(
-      enabled.map(([serverName, server]) => ({ serverName, server, headers: baseHeaders(server) })),
+      enabled.map(([serverName, server]) => {
+        const headers = new ServerHeaders(serverName, server, this.oauth);
+        const layers = credentialLayers(serverName, server, headers, this.logger);
+        const base = baseHeaders(server);
+        const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
+          interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
+          headers: base,
+        });
+        calls.set(serverName, { requestScoped: chain(layers.requestScoped), serverLevel: chain(layers.serverLevel) });
+        return { serverName, server, headers: (signal: AbortSignal) => headers.resolve(base, signal) };
+      }),
       pool,
       this.logger,
     );
@@ -209,8 +271,32 @@ export class McpToolkit {
       servers: new Map(enabled),
       tools,
       pool,
+      calls,
+      custom,
       failures: new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!])),
     };
+  }
+
+  /**
+   * One MCP call outside a tool node, through the same credential layers and interceptors as the tools.
+   * Returns the chain's raw outcome; a failure throws an error whose text is safe to show.
+   */
+  async callTool(call: McpDirectToolCall): Promise<McpCallOutcome> {
+    if (this.closed) throw new ToolkitClosedError();
+    const generation = this.current ?? (await this.ensureLoaded());
+    const server = generation.servers.get(call.server);
+    const paths = generation.calls.get(call.server);
+    if (!server || !paths) throw new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`);
+    const requestScoped = call.requestScopedHeaders ?? true;
+    const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
+    return runDirectCall(
+      { pool: generation.pool, server },
+      { server: call.server, rawName: call.tool, transport: server.type },
+      call.args,
+      runtime,
+      call.signal ?? runtime?.signal,
+      requestScoped ? paths.requestScoped : paths.serverLevel,
+    );
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
@@ -222,14 +308,32 @@ export class McpToolkit {
   ): Promise<unknown> {
     const generation = this.current ?? (await this.ensureLoaded());
     const server = generation.servers.get(record.server);
-    if (!server) {
+    const paths = generation.calls.get(record.server);
+    if (!server || !paths) {
       return toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config);
     }
-    return runToolCall({ pool: generation.pool, server }, record, visibleName, args, config, {
-      interceptors: this.interceptors,
-      headers: baseHeaders(server),
-    });
+    return runToolCall({ pool: generation.pool, server }, record, visibleName, args, config, paths.requestScoped);
   }
+
+  /**
+   * `mcpInterceptors` are loaded once and frozen: a later edit fails loudly instead of silently running
+   * the startup set (SPEC §2.4). Loaded again only until a generation is installed.
+   */
+  private async customInterceptors(value: string | readonly string[] | null | undefined, path: string | null): Promise<CustomInterceptors> {
+    const specs = interceptorSpecs(value);
+    const dir = path === null ? null : nodePath.dirname(path);
+    const frozen = this.custom;
+    if (!frozen) return { specs, dir, interceptors: await loadCustomInterceptors(specs, path, this.logger) };
+    const sameSpecs = JSON.stringify(frozen.specs) === JSON.stringify(specs);
+    if (sameSpecs && (specs.length === 0 || frozen.dir === dir)) return frozen;
+    const describe = (list: readonly string[]) => (list.length === 0 ? "none" : list.map((spec) => `'${spec}'`).join(", "));
+    throw new Error(
+      sameSpecs
+        ? `mcpInterceptors now resolve from another config folder (${frozen.dir ?? "none"} → ${dir ?? "none"}); restart the process to apply the change`
+        : `mcpInterceptors changed since startup (${describe(frozen.specs)} → ${describe(specs)}); restart the process to apply the change`,
+    );
+  }
+
 
   /** The (path, signature) the cache compares; a vanished explicit path counts as "no change". */
   private async configState(): Promise<ConfigState> {

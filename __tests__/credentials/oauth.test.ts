@@ -1,0 +1,261 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import {
+  createMcpToolkit,
+  CredentialError,
+  McpOAuthSchema,
+  OAuthTokenManager,
+  RecordingLogger,
+  type McpOAuthConfig,
+  type McpToolkit,
+} from "../../lib";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
+import { startHttpFixture } from "../fixtures/http-server";
+import { defaultTokenResponder, startTokenFixture, type TokenFixture } from "../fixtures/token-server";
+import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph } from "./graph";
+
+let tokens: TokenFixture;
+let http: HttpFixture;
+const toolkits: McpToolkit[] = [];
+
+beforeAll(async () => {
+  [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
+});
+afterEach(async () => {
+  tokens.respond(defaultTokenResponder);
+  await Promise.all(toolkits.splice(0).map((t) => t.close()));
+});
+afterAll(async () => {
+  await Promise.all([tokens.close(), http.close()]);
+});
+
+/** A clock the test moves; starts at an arbitrary fixed instant. */
+function fakeClock() {
+  let now = 1_700_000_000_000;
+  return { now: () => now, advance: (seconds: number) => void (now += seconds * 1000) };
+}
+
+function oauthConfig(extra: Record<string, unknown> = {}): McpOAuthConfig {
+  return McpOAuthSchema.parse({ token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1", ...extra });
+}
+
+function requestsSince(start: number) {
+  return tokens.requests.slice(start);
+}
+
+describe("OAuthTokenManager against a real token endpoint", () => {
+  test("client_credentials form: grant_type wins over extra_token_params; scope and audience sent", async () => {
+    const start = tokens.requests.length;
+    const manager = new OAuthTokenManager();
+    const config = oauthConfig({ scope: "read", audience: "mcp", extra_token_params: { grant_type: "password", resource: "r-1" } });
+    await expect(manager.getAuthorizationHeader("srv", config)).resolves.toMatch(/^Bearer access-\d+$/);
+    expect(requestsSince(start).map((r) => r.form)).toEqual([
+      { grant_type: "client_credentials", resource: "r-1", client_id: "client-1", client_secret: "client-secret-1", scope: "read", audience: "mcp" },
+    ]);
+  });
+
+  test("the token is reused until expires_in − refresh_skew_seconds, then fetched again", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now });
+    tokens.respond(({ n }) => ({ body: { access_token: `short-${n}`, token_type: "Bearer", expires_in: 120 } }));
+    const config = oauthConfig({ refresh_skew_seconds: 60 });
+    const start = tokens.requests.length;
+    const first = await manager.getAuthorizationHeader("srv", config);
+    clock.advance(59);
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe(first);
+    expect(requestsSince(start)).toHaveLength(1);
+    clock.advance(2);
+    const second = await manager.getAuthorizationHeader("srv", config);
+    expect(second).not.toBe(first);
+    expect(requestsSince(start)).toHaveLength(2);
+  });
+
+  test("concurrent callers share one token request", async () => {
+    const manager = new OAuthTokenManager();
+    const start = tokens.requests.length;
+    const held = tokens.hold();
+    const callers = Array.from({ length: 20 }, () => manager.getAuthorizationHeader("srv", oauthConfig()));
+    await held.received;
+    held.release();
+    const values = await Promise.all(callers);
+    expect(new Set(values).size).toBe(1);
+    expect(requestsSince(start)).toHaveLength(1);
+  });
+
+  test("refresh_token grant: the rotated refresh token is used on the next refresh, and the file is not touched", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now });
+    const config = McpOAuthSchema.parse({ token_url: tokens.url, grant_type: "refresh_token", refresh_token: "refresh-0", client_id: "client-1" });
+    const start = tokens.requests.length;
+    await manager.getAuthorizationHeader("srv", config);
+    clock.advance(3600);
+    await manager.getAuthorizationHeader("srv", config);
+    const forms = requestsSince(start).map((r) => r.form);
+    expect(forms[0]).toEqual({ grant_type: "refresh_token", refresh_token: "refresh-0", client_id: "client-1" });
+    expect(forms[1].refresh_token).toBe(`refresh-${start + 1}`);
+    expect(config.refresh_token).toBe("refresh-0");
+  });
+
+  test("a changed oauth block starts over; the same block (a reload) keeps the cached token", async () => {
+    const manager = new OAuthTokenManager();
+    const start = tokens.requests.length;
+    const first = await manager.getAuthorizationHeader("srv", oauthConfig());
+    expect(await manager.getAuthorizationHeader("srv", oauthConfig())).toBe(first);
+    expect(requestsSince(start)).toHaveLength(1);
+    await manager.getAuthorizationHeader("srv", oauthConfig({ scope: "write" }));
+    expect(requestsSince(start)).toHaveLength(2);
+  });
+
+  test.each([
+    ["HTTP 500 with a body", { status: 500, body: "internal failure; client_secret=client-secret-1" }, /^OAuth token request of MCP server 'srv' failed: the token endpoint answered HTTP 500$/],
+    [
+      "an OAuth error response",
+      { status: 401, body: { error: "invalid_client", error_description: "secret client-secret-1 is wrong" } },
+      /answered HTTP 401 \(error 'invalid_client'\)$/,
+    ],
+    ["a body that is not JSON", { body: "access_token=abc" }, /answered with a body that is not JSON$/],
+    ["a response without the token field", { body: { token: "x" } }, /is missing 'access_token'$/],
+  ])("%s → a clear error without the response's content", async (_what, answer, pattern) => {
+    tokens.respond(() => answer);
+    const error = await new OAuthTokenManager().getAuthorizationHeader("srv", oauthConfig()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CredentialError);
+    expect((error as Error).message).toMatch(pattern);
+    expect((error as Error).message).not.toContain("client-secret-1");
+  });
+
+  test("a failed request is not cached: the next call asks again", async () => {
+    const manager = new OAuthTokenManager();
+    tokens.respond(() => ({ status: 503, body: "busy" }));
+    await expect(manager.getAuthorizationHeader("srv", oauthConfig())).rejects.toThrow("HTTP 503");
+    tokens.respond(defaultTokenResponder);
+    await expect(manager.getAuthorizationHeader("srv", oauthConfig())).resolves.toMatch(/^Bearer access-/);
+  });
+
+  test("an unreachable endpoint names the failure class, not the URL", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    const config = oauthConfig({ token_url: `http://127.0.0.1:${port}/token?key=url-secret-1` });
+    const error = (await new OAuthTokenManager().getAuthorizationHeader("srv", config).catch((e: unknown) => e)) as Error;
+    expect(error.message).toBe("OAuth token request of MCP server 'srv' failed: could not reach the token endpoint (ECONNREFUSED)");
+  });
+
+  test("a slow endpoint is bounded by the request timeout", async () => {
+    const held = tokens.hold();
+    try {
+      const manager = new OAuthTokenManager({ requestTimeoutMs: 200 });
+      await expect(manager.getAuthorizationHeader("srv", oauthConfig())).rejects.toThrow(
+        "OAuth token request of MCP server 'srv' timed out after 0.2s",
+      );
+    } finally {
+      held.release();
+    }
+  });
+
+  test.each([
+    ["client_credentials without a secret", { client_secret: null }, "OAuth client_credentials for MCP server 'srv' requires client_id and client_secret"],
+    ["refresh_token without a token", { grant_type: "refresh_token" }, "OAuth refresh_token grant for MCP server 'srv' requires refresh_token"],
+  ])("%s fails before any request", async (_what, extra, message) => {
+    const start = tokens.requests.length;
+    await expect(new OAuthTokenManager().getAuthorizationHeader("srv", oauthConfig(extra))).rejects.toThrow(message);
+    expect(requestsSince(start)).toHaveLength(0);
+  });
+});
+
+describe("OAuth on the tool call path", () => {
+  async function oauthToolkit(clock = fakeClock(), extra: Record<string, unknown> = {}) {
+    const dir = await makeTempDir("mcp-oauth-");
+    const configPath = await writeConfig(dir, {
+      mcpServers: { remote: { type: "http", url: http.url, oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1", ...extra } } },
+    });
+    const logger = new RecordingLogger();
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger, oauth: { now: clock.now } });
+    toolkits.push(toolkit);
+    return { toolkit, logger, clock, configPath };
+  }
+
+  test("discovery and calls use the token; it is reused until the skew, then refreshed", async () => {
+    let n = 0;
+    tokens.respond(() => ({ body: { access_token: `tool-token-${++n}`, expires_in: 600 } }));
+    const { toolkit, clock } = await oauthToolkit();
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const initialize = http.requests.filter((r) => r.rpcMethods?.includes("initialize")).at(-1)!;
+    expect(rawHeaderValues(initialize, "authorization")).toEqual(["Bearer tool-token-1"]);
+
+    await callThroughGraph(graph, "remote_echo", { text: "oauth-a" });
+    clock.advance(539);
+    await callThroughGraph(graph, "remote_echo", { text: "oauth-b" });
+    clock.advance(2);
+    await callThroughGraph(graph, "remote_echo", { text: "oauth-c" });
+    expect(rawHeaderValues(findToolCall(http.requests, "oauth-a")!, "authorization")).toEqual(["Bearer tool-token-1"]);
+    expect(rawHeaderValues(findToolCall(http.requests, "oauth-b")!, "authorization")).toEqual(["Bearer tool-token-1"]);
+    expect(rawHeaderValues(findToolCall(http.requests, "oauth-c")!, "authorization")).toEqual(["Bearer tool-token-2"]);
+    expect(n).toBe(2);
+  });
+
+  test("20 concurrent tool calls in one ToolNode step cause one token request", async () => {
+    const { toolkit, clock } = await oauthToolkit();
+    const graph = toolNodeGraph(await toolkit.getTools());
+    clock.advance(7200); // the discovery token has expired
+    const start = tokens.requests.length;
+    const held = tokens.hold();
+    let started = 0;
+    const calls = Array.from({ length: 20 }, (_, i) => ({ name: "remote_echo", args: { text: `burst-${i}` } }));
+    const run = graph.invoke({ messages: [toolCalls(calls)] }, { callbacks: [{ handleToolStart: () => void (started += 1) }] });
+    await held.received;
+    while (started < 20) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve)); // every started call has reached the token manager
+    held.release();
+    const messages = toolMessagesOf((await run).messages);
+    expect(messages.map((m) => m.status)).toEqual(Array(20).fill("success"));
+    expect(requestsSince(start)).toHaveLength(1);
+    const sent = new Set(calls.map((c) => rawHeaderValues(findToolCall(http.requests, c.args.text)!, "authorization")[0]));
+    expect(sent.size).toBe(1);
+  });
+
+  test("a token endpoint failure at call time is an error ToolMessage, and the MCP server gets no request", async () => {
+    const { toolkit, clock } = await oauthToolkit();
+    const graph = toolNodeGraph(await toolkit.getTools());
+    clock.advance(7200);
+    tokens.respond(() => ({ status: 500, body: { error: "server_error", detail: "client-secret-1" } }));
+    const message = await callThroughGraph(graph, "remote_echo", { text: "never-sent-oauth" });
+    expect(message.status).toBe("error");
+    expect(message.content).toBe(
+      "OAuth token request of MCP server 'remote' failed: the token endpoint answered HTTP 500 (error 'server_error')",
+    );
+    expect(findToolCall(http.requests, "never-sent-oauth")).toBeUndefined();
+  });
+
+  test("a token endpoint failure at discovery skips the server with a warning", async () => {
+    tokens.respond(() => ({ status: 500, body: "down" }));
+    const { toolkit, logger } = await oauthToolkit();
+    expect(await toolkit.getTools()).toEqual([]);
+    expect(logger.messages("warn")).toContain(
+      "Skipping MCP server 'remote' after tool discovery failed: OAuth token request of MCP server 'remote' failed: the token endpoint answered HTTP 500",
+    );
+  });
+
+  test("a config reload that keeps the oauth block keeps the token", async () => {
+    const { toolkit, configPath } = await oauthToolkit();
+    await toolkit.getTools();
+    const start = tokens.requests.length;
+    await writeConfig(configPath.replace(/\/[^/]+$/, ""), {
+      mcpServers: {
+        remote: {
+          type: "http",
+          url: http.url,
+          description: "edited",
+          oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" },
+        },
+      },
+    });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    await callThroughGraph(graph, "remote_echo", { text: "after-reload" });
+    expect(requestsSince(start)).toHaveLength(0);
+  });
+});

@@ -1,0 +1,87 @@
+import { McpToolCallError } from "../mcp/errors";
+
+/** Where a header came from; named in every error about it. */
+export type HeaderLayer = "static" | "oauth" | "user_auth" | "headers_from_context" | "interceptor";
+
+const LAYER_LABELS: Record<HeaderLayer, string> = {
+  static: "static headers",
+  oauth: "OAuth",
+  user_auth: "user_auth",
+  headers_from_context: "headers_from_context",
+  interceptor: "an interceptor",
+};
+
+export type HeaderMap = Readonly<Record<string, string>>;
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Headers the MCP transport sets itself; letting a credential layer replace them would break the session. */
+const TRANSPORT_OWNED = new Set(["mcp-session-id", "mcp-protocol-version", "content-length", "transfer-encoding", "host", "connection"]);
+
+/** Why `name` cannot be sent as a header name, or `null`. */
+export function headerNameProblem(name: string): string | null {
+  if (!HEADER_NAME.test(name)) return "is not a valid HTTP header name";
+  if (TRANSPORT_OWNED.has(name.toLowerCase())) return "is managed by the MCP transport and cannot be set";
+  return null;
+}
+
+/**
+ * Why `value` cannot be sent as a header value, or `null`. Describes the character class, never the value:
+ * transports (undici's `Headers`) put the whole value into their own error text.
+ */
+export function headerValueProblem(value: string): string | null {
+  for (let i = 0; i < value.length; i += 1) {
+    const code = value.charCodeAt(i);
+    if (code === 0x0d || code === 0x0a) return "contains a line break (CR or LF)";
+    if (code === 0x00) return "contains a NUL character";
+    if (code < 0x20 || code === 0x7f) return "contains a control character";
+    if (code > 0x7e) return "contains a non-ASCII character";
+  }
+  if (value.length > 0 && (value[0] === " " || value[value.length - 1] === " ")) {
+    return "has leading or trailing whitespace";
+  }
+  return null;
+}
+
+/** A credential failure: its message names the server, header, layer or missing key, never a value. */
+export class CredentialError extends McpToolCallError {}
+
+export function invalidHeaderMessage(serverName: string, name: string, layer: HeaderLayer, problem: string): string {
+  return `MCP server '${serverName}': header '${name}' from ${LAYER_LABELS[layer]} ${problem}; the value is not shown`;
+}
+
+/** Throws a `CredentialError` naming server, header and layer when the pair cannot be sent. */
+export function assertSendableHeader(serverName: string, name: string, value: string, layer: HeaderLayer): void {
+  const problem = headerNameProblem(name) ?? headerValueProblem(value);
+  if (problem !== null) throw new CredentialError(invalidHeaderMessage(serverName, name, layer, problem));
+}
+
+/**
+ * `base` with `overrides` applied case-insensitively: an override replaces an existing key of any case and
+ * keeps the spelling already in use, so two spellings of one header never reach the transport.
+ */
+export function mergeHeaders(base: HeaderMap, overrides: HeaderMap): HeaderMap {
+  const merged: Record<string, string> = { ...base };
+  const spelling = new Map(Object.keys(merged).map((key) => [key.toLowerCase(), key]));
+  for (const [key, value] of Object.entries(overrides)) {
+    const lower = key.toLowerCase();
+    const existing = spelling.get(lower);
+    if (existing === undefined) spelling.set(lower, key);
+    merged[existing ?? key] = value;
+  }
+  return Object.freeze(merged);
+}
+
+/**
+ * Collapses keys that differ only in case (an interceptor spreading `{...request.headers, authorization}`):
+ * the later value wins under the first spelling. Returns `headers` itself when nothing collides.
+ */
+export function collapseHeaderCase(headers: HeaderMap): HeaderMap {
+  const seen = new Set<string>();
+  for (const key of Object.keys(headers)) {
+    const lower = key.toLowerCase();
+    if (seen.has(lower)) return mergeHeaders({}, headers);
+    seen.add(lower);
+  }
+  return headers;
+}

@@ -1,0 +1,17 @@
+export {
+  assertSendableHeader,
+  collapseHeaderCase,
+  CredentialError,
+  headerNameProblem,
+  headerValueProblem,
+  mergeHeaders,
+  type HeaderLayer,
+  type HeaderMap,
+} from "./headers";
+export { redactHeaderValues, REDACTED } from "./redact";
+export { runSecrets, runUserId } from "./identity";
+export { OAuthTokenManager, OAUTH_HEADER, DEFAULT_TOKEN_REQUEST_TIMEOUT_MS, type OAuthTokenManagerOptions } from "./oauth";
+export { userAuthInterceptor } from "./user-auth";
+export { contextHeadersInterceptor } from "./context-headers";
+export { credentialLayers, ServerHeaders, type CredentialLayers } from "./layers";
+export { interceptorSpecs, loadCustomInterceptors } from "./custom-interceptors";

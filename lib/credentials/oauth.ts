@@ -1,0 +1,190 @@
+import type { McpOAuthConfig } from "../config";
+import { DeadlineExceededError, withDeadline } from "../mcp/deadline";
+import { CredentialError, headerValueProblem, invalidHeaderMessage } from "./headers";
+
+export const OAUTH_HEADER = "Authorization";
+export const DEFAULT_TOKEN_REQUEST_TIMEOUT_MS = 15_000;
+const DEFAULT_EXPIRES_IN_SECONDS = 3600;
+const MAX_TOKEN_RESPONSE_CHARS = 1_048_576;
+/** An OAuth `error` code (RFC 6749 §5.2) is safe to show; anything else in the body is not. */
+const OAUTH_ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export interface OAuthTokenManagerOptions {
+  /** Milliseconds since the epoch; injectable so tests move time instead of sleeping. */
+  now?: () => number;
+  fetch?: typeof fetch;
+  requestTimeoutMs?: number;
+}
+
+interface CachedToken {
+  header: string;
+  expiresAt: number;
+}
+
+interface ServerTokenState {
+  config: McpOAuthConfig;
+  /** Starts as the configured one; a rotated refresh token replaces it here, never in the file. */
+  refreshToken: string | null;
+  cached?: CachedToken;
+  inflight?: Promise<CachedToken>;
+}
+
+/**
+ * OAuth access tokens for HTTP/SSE servers (SPEC §4.2): `client_credentials` and `refresh_token` grants,
+ * cached until `expires_in − refresh_skew_seconds`, one token request for concurrent callers. State is kept
+ * per server and survives config reloads while that server's `oauth` block is unchanged.
+ */
+export class OAuthTokenManager {
+  private readonly states = new Map<string, ServerTokenState>();
+  private readonly now: () => number;
+  private readonly fetchImpl: typeof fetch;
+  private readonly timeoutMs: number;
+
+  constructor(options: OAuthTokenManagerOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.fetchImpl = options.fetch ?? fetch;
+    this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TOKEN_REQUEST_TIMEOUT_MS;
+  }
+
+  /**
+   * The validated `"<token_type> <access_token>"` value for the server's Authorization header. `signal` stops
+   * only this caller's wait; a token request other callers share runs on under its own timeout.
+   */
+  async getAuthorizationHeader(serverName: string, config: McpOAuthConfig, signal?: AbortSignal): Promise<string> {
+    const state = this.stateFor(serverName, config);
+    const cached = state.cached;
+    if (cached && cached.expiresAt > this.now() + config.refresh_skew_seconds * 1000) return cached.header;
+    if (!state.inflight) {
+      const inflight = this.fetchToken(serverName, state).finally(() => {
+        if (state.inflight === inflight) state.inflight = undefined;
+      });
+      state.inflight = inflight;
+    }
+    const token = await withDeadline(() => state.inflight!, null, signal);
+    return token.header;
+  }
+
+  /** Forgets servers that are no longer configured with OAuth. */
+  retain(serverNames: Iterable<string>): void {
+    const keep = new Set(serverNames);
+    for (const name of [...this.states.keys()]) if (!keep.has(name)) this.states.delete(name);
+  }
+
+  private stateFor(serverName: string, config: McpOAuthConfig): ServerTokenState {
+    const existing = this.states.get(serverName);
+    if (existing?.config === config) return existing;
+    if (existing && sameOAuthConfig(existing.config, config)) {
+      // A reload with the same oauth block keeps the cached token and any rotated refresh token.
+      existing.config = config;
+      return existing;
+    }
+    const state: ServerTokenState = { config, refreshToken: config.refresh_token ?? null };
+    this.states.set(serverName, state);
+    return state;
+  }
+
+  private async fetchToken(serverName: string, state: ServerTokenState): Promise<CachedToken> {
+    const { config } = state;
+    const body = tokenRequestBody(serverName, config, state.refreshToken);
+    const text = await this.post(serverName, config.token_url, body);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      throw new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with a body that is not JSON`);
+    }
+    if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
+      throw new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with JSON that is not an object`);
+    }
+    const fields = payload as Record<string, unknown>;
+    const accessToken = fields[config.token_field];
+    if (typeof accessToken !== "string" || accessToken === "") {
+      throw new CredentialError(`OAuth token response of MCP server '${serverName}' is missing '${config.token_field}'`);
+    }
+    const tokenType = fields[config.token_type_field];
+    const header = `${typeof tokenType === "string" && tokenType !== "" ? tokenType : config.default_token_type} ${accessToken}`;
+    const problem = headerValueProblem(header);
+    if (problem !== null) throw new CredentialError(invalidHeaderMessage(serverName, OAUTH_HEADER, "oauth", problem));
+
+    const rotated = fields.refresh_token;
+    if (config.grant_type === "refresh_token" && typeof rotated === "string" && rotated !== "") state.refreshToken = rotated;
+    const token = { header, expiresAt: this.now() + Math.max(expiresInSeconds(fields[config.expires_in_field]), 1) * 1000 };
+    state.cached = token;
+    return token;
+  }
+
+  private async post(serverName: string, url: string, body: URLSearchParams): Promise<string> {
+    const where = `OAuth token request of MCP server '${serverName}'`;
+    let response: Response;
+    let text: string;
+    try {
+      ({ response, text } = await withDeadline(async (signal) => {
+        const res = await this.fetchImpl(url, {
+          method: "POST",
+          headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
+          body,
+          signal,
+        });
+        return { response: res, text: await res.text() };
+      }, this.timeoutMs));
+    } catch (err) {
+      if (err instanceof DeadlineExceededError) throw new CredentialError(`${where} ${err.message}`);
+      throw new CredentialError(`${where} failed: ${networkReason(err)}`);
+    }
+    if (!response.ok) {
+      const code = oauthErrorCode(text);
+      throw new CredentialError(
+        `${where} failed: the token endpoint answered HTTP ${response.status}${code ? ` (error '${code}')` : ""}`,
+      );
+    }
+    if (text.length > MAX_TOKEN_RESPONSE_CHARS) throw new CredentialError(`${where} failed: the token response is too large`);
+    return text;
+  }
+}
+
+function tokenRequestBody(serverName: string, config: McpOAuthConfig, refreshToken: string | null): URLSearchParams {
+  const body = new URLSearchParams(config.extra_token_params);
+  // grant_type is authoritative: extra_token_params cannot change the flow.
+  body.set("grant_type", config.grant_type);
+  if (config.grant_type === "client_credentials") {
+    if (!config.client_id || !config.client_secret) {
+      throw new CredentialError(`OAuth client_credentials for MCP server '${serverName}' requires client_id and client_secret`);
+    }
+    body.set("client_id", config.client_id);
+    body.set("client_secret", config.client_secret);
+  } else {
+    if (!refreshToken) throw new CredentialError(`OAuth refresh_token grant for MCP server '${serverName}' requires refresh_token`);
+    body.set("refresh_token", refreshToken);
+    if (config.client_id) body.set("client_id", config.client_id);
+    if (config.client_secret) body.set("client_secret", config.client_secret);
+  }
+  if (config.scope) body.set("scope", config.scope);
+  if (config.audience) body.set("audience", config.audience);
+  return body;
+}
+
+function expiresInSeconds(value: unknown): number {
+  const seconds = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value) : NaN;
+  return Number.isFinite(seconds) ? Math.trunc(seconds) : DEFAULT_EXPIRES_IN_SECONDS;
+}
+
+function oauthErrorCode(body: string): string | undefined {
+  try {
+    const code = (JSON.parse(body) as { error?: unknown }).error;
+    return typeof code === "string" && OAUTH_ERROR_CODE.test(code) ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The failure class only: fetch errors can carry the URL, and a token URL may hold a secret in its query. */
+function networkReason(err: unknown): string {
+  const code = (err as { cause?: { code?: unknown } })?.cause?.code;
+  return typeof code === "string" && /^[A-Z0-9_]{1,40}$/.test(code)
+    ? `could not reach the token endpoint (${code})`
+    : "could not reach the token endpoint";
+}
+
+function sameOAuthConfig(a: McpOAuthConfig, b: McpOAuthConfig): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
