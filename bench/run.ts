@@ -19,6 +19,7 @@ import { createMcpToolkit, silentLogger } from "../lib";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";
+import { startTokenFixture } from "../__tests__/fixtures/token-server";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -99,6 +100,65 @@ async function toolCallOverhead(rows: Row[]): Promise<void> {
   }
   await Promise.all([bare.close(), bareHttp.close(), toolkit.close()]);
   await http.close();
+}
+
+/**
+ * The four credential layers on the call path (static, cached OAuth token, user map, context secret) against
+ * a bare SDK client whose transport was built with the same final headers.
+ */
+async function credentialOverhead(rows: Row[]): Promise<void> {
+  const [http, tokens] = await Promise.all([startHttpFixture({ name: "remote", toolNames: ["echo"] }), startTokenFixture()]);
+  const dir = await makeTempDir("bench-credentials-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: {
+      layered: {
+        type: "http",
+        url: http.url,
+        headers: { "X-Static": "static-1" },
+        oauth: { token_url: tokens.url, client_id: "bench", client_secret: "bench-secret" },
+        user_auth: { header: "X-User-Token", users: { alice: "alice-token-1" } },
+        headers_from_context: { headers: { "X-Api-Key": "api_key" } },
+      },
+      plain: { type: "http", url: http.url, headers: { "X-Static": "static-1" } },
+    },
+  });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger });
+  const tools = await toolkit.getTools();
+  const context = { user_id: "alice", secrets: { api_key: "api-key-1" } };
+  const runtime = { toolCallId: "bench", context, state: {}, store: null, writer: null };
+  const call = (name: string) => {
+    const harnessTool = tools.find((t) => t.name === name)!;
+    return () => harnessTool.func({ text: "x" }, undefined, runtime as never) as Promise<unknown>;
+  };
+  const headers = {
+    "X-Static": "static-1",
+    Authorization: "Bearer access-1",
+    "X-User-Token": "alice-token-1",
+    "X-Api-Key": "api-key-1",
+  };
+  const bare = new Client({ name: "bench", version: "0" });
+  await bare.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers } }));
+  const bareCall = () => bare.callTool({ name: "echo", arguments: { text: "x" } });
+  const [layered, plain, base] = (await roundRobin([call("layered_echo"), call("plain_echo"), bareCall], CALLS)).map(median);
+  if (tokens.requests.length !== 1) throw new Error(`expected one token request, saw ${tokens.requests.length}`);
+  rows.push(
+    {
+      figure: `call path with all four credential layers / bare callTool with the same headers (HTTP, median of ${CALLS})`,
+      ours: fmtMs(layered),
+      baseline: fmtMs(base),
+      ratio: layered / base,
+      target: "<= 1.15",
+    },
+    {
+      figure: "  call path with all four credential layers / call path with static headers only (HTTP)",
+      ours: fmtMs(layered),
+      baseline: fmtMs(plain),
+      ratio: layered / plain,
+      target: "(context)",
+    },
+  );
+  await Promise.all([bare.close(), toolkit.close()]);
+  await Promise.all([http.close(), tokens.close()]);
 }
 
 /** The fixture servers run in a child process of their own, so they do not share the client's event loop. */
@@ -231,6 +291,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const figures: Record<string, (rows: Row[]) => Promise<void>> = {
     call: toolCallOverhead,
+    credentials: credentialOverhead,
     discovery: parallelDiscovery,
     hot: hotPath,
   };

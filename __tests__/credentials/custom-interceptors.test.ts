@@ -5,7 +5,7 @@ import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
-import { callThroughGraph, toolNodeGraph } from "./graph";
+import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 
 /** What a user ships: a CommonJS module next to the config file, with builders of interceptors. */
 const MODULE = `

@@ -13,7 +13,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "./graph";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 
 /** Each bad value wraps a unique core, which is what the leak scan looks for. */
 const VARIANTS = {

@@ -7,7 +7,7 @@ import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "./graph";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 
 let http: HttpFixture;
 let sse: HttpFixture;

@@ -14,7 +14,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { defaultTokenResponder, startTokenFixture, type TokenFixture } from "../fixtures/token-server";
-import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph } from "./graph";
+import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph } from "../fixtures/graph";
 
 let tokens: TokenFixture;
 let http: HttpFixture;

@@ -10,7 +10,7 @@ import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
-import { toolCalls } from "./graph";
+import { toolCalls } from "../fixtures/graph";
 
 const RunContext = z.object({ user_id: z.string(), secrets: z.record(z.string(), z.string()) });
 

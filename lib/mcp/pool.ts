@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
@@ -31,12 +30,25 @@ export interface AcquireOptions {
 interface Entry {
   readonly key: string;
   readonly serverName: string;
+  /** HTTP/SSE sessions close after being idle; stdio sessions are long-lived. */
+  readonly closesWhenIdle: boolean;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
   session?: McpSession;
   inFlight: number;
   closing: boolean;
+  idleTimer?: NodeJS.Timeout;
 }
+
+export interface SessionPoolOptions {
+  /**
+   * An HTTP/SSE session nobody used for this long is closed (each distinct header set, e.g. each user's
+   * credentials or a rotated OAuth token, has a session of its own). `null` keeps them until the pool closes.
+   */
+  httpIdleMs?: number | null;
+}
+
+export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -57,9 +69,15 @@ function jsonSchemaValidator(): AjvJsonSchemaValidator {
  */
 export class SessionPool {
   private readonly entries = new Map<string, Entry>();
+  private readonly httpIdleMs: number | null;
   private retired = false;
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    options: SessionPoolOptions = {},
+  ) {
+    this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
+  }
 
   get isRetired(): boolean {
     return this.retired;
@@ -74,13 +92,14 @@ export class SessionPool {
       this.entries.set(key, entry);
     }
     entry.inFlight += 1;
+    clearTimeout(entry.idleTimer);
     let session = entry.session;
     if (!session) {
       try {
         // The creation is shared, so one caller's abort only stops that caller's wait.
         session = await withDeadline(() => entry.ready, null, opts.signal);
       } catch (err) {
-        entry.inFlight -= 1;
+        this.release(entry);
         throw err;
       }
     }
@@ -91,14 +110,26 @@ export class SessionPool {
       release: () => {
         if (released) return;
         released = true;
-        owner.inFlight -= 1;
-        if (owner.closing && owner.inFlight === 0) void this.closeEntry(owner);
+        this.release(owner);
       },
     };
   }
 
+  private release(entry: Entry): void {
+    entry.inFlight -= 1;
+    if (entry.inFlight > 0) return;
+    if (entry.closing) {
+      void this.closeEntry(entry);
+    } else if (entry.closesWhenIdle && this.httpIdleMs !== null) {
+      entry.idleTimer = setTimeout(() => {
+        if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
+      }, this.httpIdleMs);
+      entry.idleTimer.unref();
+    }
+  }
+
   private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
-    const entry = { key, serverName, inFlight: 0, closing: false } as Entry;
+    const entry = { key, serverName, closesWhenIdle: server.type !== "stdio", inFlight: 0, closing: false } as Entry;
     entry.ready = this.connect(entry, server, opts);
     // Callers observe a rejection through acquire(); this keeps an unobserved failure quiet.
     entry.ready.catch(() => undefined);
@@ -154,6 +185,7 @@ export class SessionPool {
   }
 
   private async closeEntry(entry: Entry): Promise<void> {
+    clearTimeout(entry.idleTimer);
     if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
@@ -176,14 +208,18 @@ export class SessionPool {
 
 const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();
 
-/** Calls usually pass the same headers object (the server's static headers), so its digest is memoized. */
+/**
+ * The canonical form of a header set (lower-case names, sorted), memoized per headers object. It is only a
+ * map key held in memory, next to the headers themselves; a hash of it cost more than the rest of the call path
+ * for per-user headers, which are a new object on every call.
+ */
 function headersFingerprint(headers: Readonly<Record<string, string>>): string {
   let fingerprint = fingerprints.get(headers);
   if (fingerprint === undefined) {
-    const canonical = Object.entries(headers)
-      .map(([k, v]) => [k.toLowerCase(), v] as const)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    fingerprint = createHash("sha256").update(JSON.stringify(canonical)).digest("hex");
+    fingerprint = Object.entries(headers)
+      .map(([k, v]) => `${k.toLowerCase()}\u0000${v}`)
+      .sort()
+      .join("\u0000\u0000");
     fingerprints.set(headers, fingerprint);
   }
   return fingerprint;

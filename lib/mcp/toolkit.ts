@@ -41,6 +41,11 @@ export interface McpToolkitOptions {
   interceptors?: readonly McpToolInterceptor[];
   /** Token endpoint client settings (clock, fetch, timeout), mostly for tests. */
   oauth?: OAuthTokenManagerOptions;
+  /**
+   * Seconds after which an unused HTTP/SSE session closes (default 300; `null`: never). Every distinct set
+   * of credentials has its own session, so without a bound they would pile up with users and tokens.
+   */
+  httpSessionIdleSeconds?: number | null;
 }
 
 /** A call made outside a tool node, e.g. by the durable-task service. */
@@ -219,7 +224,8 @@ export class McpToolkit {
       logger: this.logger,
     });
     const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
-    const pool = new SessionPool(this.logger);
+    const idle = this.options.httpSessionIdleSeconds;
+    const pool = new SessionPool(this.logger, { httpIdleMs: idle === undefined ? undefined : idle === null ? null : idle * 1000 });
     const enabled = Object.entries(loaded.config.mcpServers).filter(([, server]) => server.enabled);
     const calls = new Map<string, ServerCallPaths>();
     const discoveries = await discoverAll(
