@@ -72,6 +72,21 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     expect(requestsSince(start)).toHaveLength(2);
   });
 
+  test("a failed early refresh falls back to the token in hand until it expires", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now });
+    tokens.respond(() => ({ body: { access_token: "still-valid-1", expires_in: 120 } }));
+    const config = oauthConfig({ refresh_skew_seconds: 60 });
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe("Bearer still-valid-1");
+    tokens.respond(() => ({ status: 500, body: "down" }));
+    const start = tokens.requests.length;
+    clock.advance(70);
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe("Bearer still-valid-1");
+    expect(requestsSince(start)).toHaveLength(1);
+    clock.advance(50);
+    await expect(manager.getAuthorizationHeader("srv", config)).rejects.toThrow("answered HTTP 500");
+  });
+
   test("concurrent callers share one token request", async () => {
     const manager = new OAuthTokenManager();
     const start = tokens.requests.length;

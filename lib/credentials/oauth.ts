@@ -31,7 +31,8 @@ interface ServerTokenState {
 
 /**
  * OAuth access tokens for HTTP/SSE servers (SPEC §4.2): `client_credentials` and `refresh_token` grants,
- * cached until `expires_in − refresh_skew_seconds`, one token request for concurrent callers. State is kept
+ * cached until `expires_in − refresh_skew_seconds` (and used until expiry when that early refresh fails), one
+ * token request for concurrent callers. State is kept
  * per server and survives config reloads while that server's `oauth` block is unchanged.
  */
 export class OAuthTokenManager {
@@ -60,11 +61,16 @@ export class OAuthTokenManager {
       });
       state.inflight = inflight;
     }
-    const token = await withDeadline(() => state.inflight!, null, signal);
-    return token.header;
+    try {
+      return (await withDeadline(() => state.inflight!, null, signal)).header;
+    } catch (err) {
+      // An early refresh failed, but the token in hand has not expired yet: use it; the next call asks again.
+      if (err instanceof CredentialError && cached && cached.expiresAt > this.now()) return cached.header;
+      throw err;
+    }
   }
 
-  /** Forgets servers that are no longer configured with OAuth. */
+  /** Forgets the state of servers that are no longer configured. */
   retain(serverNames: Iterable<string>): void {
     const keep = new Set(serverNames);
     for (const name of [...this.states.keys()]) if (!keep.has(name)) this.states.delete(name);

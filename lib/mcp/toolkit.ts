@@ -64,10 +64,13 @@ export interface McpDirectToolCall {
   signal?: AbortSignal;
 }
 
-/** How one server's calls run: the chain for agent calls and the chain for server-level calls. */
-interface ServerCallPaths {
+/** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
+interface ServerEntry {
+  readonly config: McpServerConfig;
   readonly requestScoped: CallPathOptions;
   readonly serverLevel: CallPathOptions;
+  /** Static headers + OAuth: what discovery connects with. */
+  readonly discoveryHeaders: (signal: AbortSignal) => Promise<Readonly<Record<string, string>>>;
 }
 
 /** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
@@ -88,10 +91,9 @@ interface Generation {
   readonly path: string | null;
   readonly signature: ConfigSignature | null;
   readonly config: ExtensionsConfig;
-  readonly servers: ReadonlyMap<string, McpServerConfig>;
+  readonly servers: ReadonlyMap<string, ServerEntry>;
   readonly tools: DynamicStructuredTool[];
   readonly pool: SessionPool;
-  readonly calls: ReadonlyMap<string, ServerCallPaths>;
   readonly custom: CustomInterceptors;
   /** Servers that contributed no tools, with the reason (also logged). */
   readonly failures: ReadonlyMap<string, string>;
@@ -225,21 +227,13 @@ export class McpToolkit {
     });
     const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
     const idle = this.options.httpSessionIdleSeconds;
-    const pool = new SessionPool(this.logger, { httpIdleMs: idle === undefined ? undefined : idle === null ? null : idle * 1000 });
-    const enabled = Object.entries(loaded.config.mcpServers).filter(([, server]) => server.enabled);
-    const calls = new Map<string, ServerCallPaths>();
+    const pool = new SessionPool(this.logger, { httpIdleMs: idle == null ? idle : idle * 1000 });
+    const servers = new Map<string, ServerEntry>();
+    for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
+      if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom));
+    }
     const discoveries = await discoverAll(
-      enabled.map(([serverName, server]) => {
-        const headers = new ServerHeaders(serverName, server, this.oauth);
-        const layers = credentialLayers(serverName, server, headers, this.logger);
-        const base = baseHeaders(server);
-        const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
-          interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
-          headers: base,
-        });
-        calls.set(serverName, { requestScoped: chain(layers.requestScoped), serverLevel: chain(layers.serverLevel) });
-        return { serverName, server, headers: (signal: AbortSignal) => headers.resolve(base, signal) };
-      }),
+      [...servers].map(([serverName, entry]) => ({ serverName, server: entry.config, headers: entry.discoveryHeaders })),
       pool,
       this.logger,
     );
@@ -274,10 +268,9 @@ export class McpToolkit {
       path: loaded.path,
       signature: loaded.signature,
       config: loaded.config,
-      servers: new Map(enabled),
+      servers,
       tools,
       pool,
-      calls,
       custom,
       failures: new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!])),
     };
@@ -290,18 +283,17 @@ export class McpToolkit {
   async callTool(call: McpDirectToolCall): Promise<McpCallOutcome> {
     if (this.closed) throw new ToolkitClosedError();
     const generation = this.current ?? (await this.ensureLoaded());
-    const server = generation.servers.get(call.server);
-    const paths = generation.calls.get(call.server);
-    if (!server || !paths) throw new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`);
+    const entry = generation.servers.get(call.server);
+    if (!entry) throw new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`);
     const requestScoped = call.requestScopedHeaders ?? true;
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     return runDirectCall(
-      { pool: generation.pool, server },
-      { server: call.server, rawName: call.tool, transport: server.type },
+      { pool: generation.pool, server: entry.config },
+      { server: call.server, rawName: call.tool, transport: entry.config.type },
       call.args,
       runtime,
       call.signal ?? runtime?.signal,
-      requestScoped ? paths.requestScoped : paths.serverLevel,
+      requestScoped ? entry.requestScoped : entry.serverLevel,
     );
   }
 
@@ -313,12 +305,28 @@ export class McpToolkit {
     config: RunnableConfig | undefined,
   ): Promise<unknown> {
     const generation = this.current ?? (await this.ensureLoaded());
-    const server = generation.servers.get(record.server);
-    const paths = generation.calls.get(record.server);
-    if (!server || !paths) {
+    const entry = generation.servers.get(record.server);
+    if (!entry) {
       return toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config);
     }
-    return runToolCall({ pool: generation.pool, server }, record, visibleName, args, config, paths.requestScoped);
+    return runToolCall({ pool: generation.pool, server: entry.config }, record, visibleName, args, config, entry.requestScoped);
+  }
+
+  /** One server's call chains: credential layers (outermost), then `mcpInterceptors`, then the toolkit's own. */
+  private serverEntry(serverName: string, server: McpServerConfig, custom: CustomInterceptors): ServerEntry {
+    const headers = new ServerHeaders(serverName, server, this.oauth);
+    const layers = credentialLayers(serverName, server, headers, this.logger);
+    const base = baseHeaders(server);
+    const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
+      interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
+      headers: base,
+    });
+    return {
+      config: server,
+      requestScoped: chain(layers.requestScoped),
+      serverLevel: chain(layers.serverLevel),
+      discoveryHeaders: (signal) => headers.resolve(base, signal),
+    };
   }
 
   /**
@@ -339,7 +347,6 @@ export class McpToolkit {
         : `mcpInterceptors changed since startup (${describe(frozen.specs)} → ${describe(specs)}); restart the process to apply the change`,
     );
   }
-
 
   /** The (path, signature) the cache compares; a vanished explicit path counts as "no change". */
   private async configState(): Promise<ConfigState> {
