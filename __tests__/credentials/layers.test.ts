@@ -23,7 +23,7 @@ const REQUEST = "Request req-cred-1";
 
 beforeAll(async () => {
   [http, sse, tokens] = await Promise.all([
-    startHttpFixture({ name: "remote", toolNames: ["echo"] }),
+    startHttpFixture({ name: "remote", toolNames: ["echo", "fail"] }),
     startSseFixture({ name: "legacy", toolNames: ["echo"] }),
     startTokenFixture(),
   ]);
@@ -124,6 +124,14 @@ describe("precedence: static → OAuth → user_auth → headers_from_context", 
   });
 });
 
+describe("error texts", () => {
+  test("a server's error text is scrubbed of the header values the call sent", async () => {
+    const message = await callThroughGraph(graph, "one_fail", { message: `credential ${STATIC} was rejected` });
+    expect(message.status).toBe("error");
+    expect(message.content).toBe("credential [redacted] was rejected");
+  });
+});
+
 describe("fail closed", () => {
   test.each([
     ["an unmapped user", { user_id: "bob", secrets: { api_key: "k" } }, /no user_auth credential for user 'bob' \(header 'X-User-Token'\)/],
@@ -148,6 +156,16 @@ describe("fail closed", () => {
     expect(rawHeaderValues(request!, "x-user-token")).toEqual([]);
     expect(rawHeaderValues(request!, "x-api-key")).toEqual([]);
     expect(rawHeaderValues(request!, "authorization")).toEqual([STATIC]);
+  });
+
+  test("passthrough still rejects a value that cannot be sent", async () => {
+    const { message, request, newPosts } = await echo("lenient", { user_id: "alice", secrets: { api_key: "api-key\r\nX-Evil: 1" } });
+    expect(message.status).toBe("error");
+    expect(message.content).toBe(
+      "MCP server 'lenient': header 'X-Api-Key' from headers_from_context contains a line break (CR or LF); the value is not shown",
+    );
+    expect(request).toBeUndefined();
+    expect(newPosts).toBe(0);
   });
 
   test("passthrough still sends what it has", async () => {
