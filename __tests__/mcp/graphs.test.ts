@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { MessagesAnnotation, StateGraph, START, END, MemorySaver, interrupt, Command } from "@langchain/langgraph";
-import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { createAgent } from "langchain";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, RecordingLogger, type McpToolkit, type McpToolInterceptor } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
+import { toolCalls, toolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { TINY_PNG_BASE64 } from "../fixtures/tools";
 
@@ -47,23 +47,11 @@ afterAll(async () => {
   await http.close();
 });
 
-function toolCallMessage(calls: { name: string; args: Record<string, unknown>; id: string }[]): AIMessage {
-  return new AIMessage({ content: "", tool_calls: calls.map((c) => ({ ...c, type: "tool_call" as const })) });
-}
-
-function toolNodeGraph() {
-  return new StateGraph(MessagesAnnotation)
-    .addNode("tools", new ToolNode(tools))
-    .addEdge(START, "tools")
-    .addEdge("tools", END)
-    .compile();
-}
-
 describe("prebuilt ToolNode in a StateGraph", () => {
   test("text, structured content as artifact, isError as an error ToolMessage, image blocks", async () => {
-    const result = await toolNodeGraph().invoke({
+    const result = await toolNodeGraph(tools).invoke({
       messages: [
-        toolCallMessage([
+        toolCalls([
           { name: "remote_echo", args: { text: "hi" }, id: "t1" },
           { name: "remote_add", args: { a: 2, b: 40 }, id: "t2" },
           { name: "remote_fail", args: { message: "boom from server" }, id: "t3" },
@@ -99,8 +87,8 @@ describe("prebuilt ToolNode in a StateGraph", () => {
   });
 
   test("a transport-level failure becomes an error ToolMessage, not an exception", async () => {
-    const result = await toolNodeGraph().invoke({
-      messages: [toolCallMessage([{ name: "remote_add", args: { a: "not a number", b: 1 }, id: "bad" }])],
+    const result = await toolNodeGraph(tools).invoke({
+      messages: [toolCalls([{ name: "remote_add", args: { a: "not a number", b: 1 }, id: "bad" }])],
     });
     const message = result.messages.at(-1) as ToolMessage;
     expect(message.status).toBe("error");
@@ -110,8 +98,8 @@ describe("prebuilt ToolNode in a StateGraph", () => {
   // flush: false lets the server send the result in the same read as the notifications (see lib/mcp/progress.ts).
   test("MCP progress notifications reach the LangGraph custom stream", async () => {
     const events: unknown[] = [];
-    const stream = await toolNodeGraph().stream(
-      { messages: [toolCallMessage([{ name: "local_progress", args: { steps: 3, flush: false }, id: "p1" }])] },
+    const stream = await toolNodeGraph(tools).stream(
+      { messages: [toolCalls([{ name: "local_progress", args: { steps: 3, flush: false }, id: "p1" }])] },
       { streamMode: "custom" },
     );
     for await (const chunk of stream) events.push(chunk);
@@ -127,14 +115,10 @@ describe("prebuilt ToolNode in a StateGraph", () => {
   });
 
   test("an interceptor may interrupt() and the call resumes with the answer", async () => {
-    const graph = new StateGraph(MessagesAnnotation)
-      .addNode("tools", new ToolNode(tools))
-      .addEdge(START, "tools")
-      .addEdge("tools", END)
-      .compile({ checkpointer: new MemorySaver() });
+    const graph = toolNodeGraph(tools, new MemorySaver());
     const config = { configurable: { thread_id: "approval-thread" } };
     const first = await graph.invoke(
-      { messages: [toolCallMessage([{ name: "local_echo", args: { text: "needs approval" }, id: "i1" }])] },
+      { messages: [toolCalls([{ name: "local_echo", args: { text: "needs approval" }, id: "i1" }])] },
       config,
     );
     expect((first as { __interrupt__?: { value: unknown }[] }).__interrupt__?.[0]?.value).toEqual({ question: "approve echo?" });
@@ -147,8 +131,8 @@ describe("prebuilt ToolNode in a StateGraph", () => {
 
 describe("Command results", () => {
   test("an interceptor may answer with a Command that the ToolNode applies", async () => {
-    const result = await toolNodeGraph().invoke({
-      messages: [toolCallMessage([{ name: "remote_echo", args: { text: "as command" }, id: "cmd1" }])],
+    const result = await toolNodeGraph(tools).invoke({
+      messages: [toolCalls([{ name: "remote_echo", args: { text: "as command" }, id: "cmd1" }])],
     });
     const message = result.messages.at(-1) as ToolMessage;
     expect(message.content).toBe("handled by interceptor");

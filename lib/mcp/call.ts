@@ -14,8 +14,6 @@ import type { SessionPool } from "./pool";
 import { boundText, convertCallToolResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
 
-export { McpToolCallError } from "./errors";
-
 export interface McpProgressEvent {
   type: "mcp_progress";
   toolCallId: string | undefined;
