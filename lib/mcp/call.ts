@@ -112,26 +112,6 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
   };
 }
 
-/** One call through the interceptor chain; the raw outcome, or the chain's error. */
-function callThroughChain(
-  target: CallTarget,
-  record: McpToolRecord,
-  args: Record<string, unknown>,
-  runtime: ToolRuntime | undefined,
-  signal: AbortSignal | undefined,
-  opts: CallPathOptions,
-  sent: SentHeaders,
-): Promise<McpCallOutcome> {
-  const request = new McpToolCallRequest({
-    serverName: record.server,
-    toolName: record.rawName,
-    args,
-    headers: opts.headers,
-    runtime,
-  });
-  return composeInterceptors(opts.interceptors, sendToServer(target, record, runtime, signal, sent))(request);
-}
-
 /**
  * The text of a failed call: ours as it is (it never holds a value); anything else (an SDK error, which can
  * quote a server's response body) is scrubbed of the headers sent, bounded and prefixed.
@@ -187,7 +167,7 @@ export async function runToolCall(
   const toolCallId = toolCallIdOf(runtime);
   const sent: SentHeaders = {};
   try {
-    const outcome = await callThroughChain(target, record, args, runtime, runtime?.signal, opts, sent);
+    const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, sent);
     return toToolOutput(outcome, visibleName, toolCallId, (text) => redactHeaderValues(text, opts.headers, sent.headers));
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
@@ -196,8 +176,9 @@ export async function runToolCall(
 }
 
 /**
- * One call outside a tool node (durable tasks): the raw outcome of the chain. Failures throw an
- * `McpToolCallError` with the same vetted, scrubbed text a tool would show; interrupts and aborts propagate.
+ * One call through the interceptor chain, also used outside a tool node (durable tasks): the raw outcome.
+ * Failures throw an `McpToolCallError` with the vetted, scrubbed text a tool shows; interrupts and aborts
+ * propagate. `sent` receives the headers the transport was handed.
  */
 export async function runDirectCall(
   target: CallTarget,
@@ -206,10 +187,17 @@ export async function runDirectCall(
   runtime: ToolRuntime | undefined,
   signal: AbortSignal | undefined,
   opts: CallPathOptions,
+  sent: SentHeaders = {},
 ): Promise<McpCallOutcome> {
-  const sent: SentHeaders = {};
+  const request = new McpToolCallRequest({
+    serverName: record.server,
+    toolName: record.rawName,
+    args,
+    headers: opts.headers,
+    runtime,
+  });
   try {
-    return await callThroughChain(target, record, args, runtime, signal, opts, sent);
+    return await composeInterceptors(opts.interceptors, sendToServer(target, record, runtime, signal, sent))(request);
   } catch (err) {
     if (isGraphBubbleUp(err) || signal?.aborted) throw err;
     throw new McpToolCallError(failureText(err, record, opts.headers, sent));

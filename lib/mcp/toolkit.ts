@@ -21,7 +21,7 @@ import {
 } from "../credentials";
 import { consoleLogger, type Logger } from "../logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
-import { discoverAll } from "./discovery";
+import { discoverAll, type DiscoveryHeaders } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "./interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
@@ -70,7 +70,7 @@ interface ServerEntry {
   readonly requestScoped: CallPathOptions;
   readonly serverLevel: CallPathOptions;
   /** Static headers + OAuth: what discovery connects with. */
-  readonly discoveryHeaders: (signal: AbortSignal) => Promise<Readonly<Record<string, string>>>;
+  readonly discoveryHeaders: DiscoveryHeaders;
 }
 
 /** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
