@@ -12,4 +12,4 @@ export {
   type HeaderMap,
   type OAuthTokenManagerOptions,
 } from "./credentials";
-export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";
+export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./shared";

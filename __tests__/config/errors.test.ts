@@ -8,7 +8,7 @@ import {
   formatIssuePath,
   loadExtensionsConfig,
 } from "../../lib/config";
-import { silentLogger } from "../../lib/logger";
+import { silentLogger } from "../../lib/shared/logger";
 
 describe("formatIssuePath", () => {
   it("renders identifiers with dots, indexes and other keys in brackets", () => {

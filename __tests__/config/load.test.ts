@@ -9,7 +9,7 @@ import {
   loadExtensionsConfig,
   type LoadedExtensionsConfig,
 } from "../../lib/config";
-import { RecordingLogger } from "../../lib/logger";
+import { RecordingLogger } from "../../lib/shared/logger";
 
 const FIXTURES = path.join(__dirname, "..", "fixtures", "configs");
 const EXAMPLE = path.join(__dirname, "..", "..", "extensions_config.example.json");

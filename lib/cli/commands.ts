@@ -1,5 +1,5 @@
 import { ConfigFileNotFoundError, ConfigValidationError, loadExtensionsConfig } from "../config";
-import { RecordingLogger } from "../logger";
+import { RecordingLogger } from "../shared/logger";
 import { createMcpToolkit, getMcpRouting, getMcpToolRecord } from "../mcp";
 import { renderTable } from "./table";
 

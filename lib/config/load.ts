@@ -1,13 +1,14 @@
 import * as nodePath from "node:path";
 import type { z } from "zod";
-import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../credentials/headers";
-import { consoleLogger, type Logger } from "../logger";
+import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
+import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
 import { parseJsonDocument } from "./json";
 import { resolveExtensionsConfigPath } from "./path";
 import {
   ExtensionsConfigSchema,
+  isBlank,
   normalizeTransportName,
   resolveTransport,
   ROUTING_PRIORITY_MAX,
@@ -221,8 +222,4 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isOptionalString(value: unknown): value is string | undefined {
   return value === undefined || typeof value === "string";
-}
-
-function isBlank(value: string | undefined): boolean {
-  return value === undefined || value.trim() === "";
 }

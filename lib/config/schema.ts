@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { headerNameProblem } from "../credentials/headers";
+import { headerNameProblem } from "../shared/headers";
 
 /**
  * The zod schema of `extensions_config.json`: the single source of the config's types.
@@ -28,7 +28,7 @@ export function normalizeTransportName(value: unknown): McpTransportType | undef
 }
 
 /** An unset or blank `type`/`transport` declares nothing (the Python original's "falsy" test). */
-function isBlank(value: string | undefined): boolean {
+export function isBlank(value: string | undefined): boolean {
   return value === undefined || value.trim() === "";
 }
 

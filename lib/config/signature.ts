@@ -36,27 +36,10 @@ export async function readSignedFile(path: string): Promise<SignedFile> {
  * stat-ed (deleted, never existed); `sha256: null` when it can be stat-ed but not read.
  */
 export async function getConfigSignature(path: string): Promise<ConfigSignature | null> {
-  let handle: FileHandle;
   try {
-    handle = await open(path, "r");
+    return (await readSignedFile(path)).signature;
   } catch {
     return statOnly(path);
-  }
-  try {
-    let stats;
-    try {
-      stats = await handle.stat();
-    } catch {
-      return null;
-    }
-    try {
-      const bytes = await readAll(handle, stats.size);
-      return { mtimeMs: stats.mtimeMs, size: stats.size, sha256: sha256Hex(bytes) };
-    } catch {
-      return { mtimeMs: stats.mtimeMs, size: stats.size, sha256: null };
-    }
-  } finally {
-    await handle.close().catch(() => undefined);
   }
 }
 
@@ -65,7 +48,7 @@ export function signaturesEqual(a: ConfigSignature | null, b: ConfigSignature | 
   return a.mtimeMs === b.mtimeMs && a.size === b.size && a.sha256 === b.sha256;
 }
 
-/** An open failed; the file may still exist but be unreadable, which is "stat-ed, not read". */
+/** The open or read failed; the file may still exist but be unreadable, which is "stat-ed, not read". */
 async function statOnly(path: string): Promise<ConfigSignature | null> {
   try {
     const stats = await stat(path);

@@ -1,6 +1,6 @@
 import type { McpHeadersFromContextConfig } from "../config";
-import type { McpToolInterceptor } from "../mcp/interceptor";
-import { assertSendableHeader, CredentialError, mergeHeaders } from "./headers";
+import type { McpToolInterceptor } from "../shared/interceptor";
+import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
 import { runSecrets } from "./identity";
 
 /**

@@ -1,9 +1,9 @@
 import { createRequire } from "node:module";
 import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Logger } from "../logger";
-import type { McpToolInterceptor } from "../mcp/interceptor";
-import { boundText } from "../mcp/results";
+import type { Logger } from "../shared/logger";
+import type { McpToolInterceptor } from "../shared/interceptor";
+import { boundText } from "../shared/text";
 
 const REASON_MAX_CHARS = 300;
 

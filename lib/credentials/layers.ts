@@ -1,8 +1,8 @@
 import type { McpServerConfig } from "../config";
-import type { Logger } from "../logger";
-import type { McpToolInterceptor } from "../mcp/interceptor";
+import type { Logger } from "../shared/logger";
+import type { McpToolInterceptor } from "../shared/interceptor";
 import { contextHeadersInterceptor } from "./context-headers";
-import { mergeHeaders, type HeaderMap } from "./headers";
+import { mergeHeaders, type HeaderMap } from "../shared/headers";
 import { OAUTH_HEADER, type OAuthTokenManager } from "./oauth";
 import { userAuthInterceptor } from "./user-auth";
 

@@ -1,6 +1,6 @@
 import type { McpOAuthConfig } from "../config";
-import { DeadlineExceededError, withDeadline } from "../mcp/deadline";
-import { CredentialError, headerValueProblem, invalidHeaderMessage } from "./headers";
+import { DeadlineExceededError, withDeadline } from "../shared/deadline";
+import { CredentialError, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
 
 export const OAUTH_HEADER = "Authorization";
 export const DEFAULT_TOKEN_REQUEST_TIMEOUT_MS = 15_000;

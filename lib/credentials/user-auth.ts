@@ -1,6 +1,6 @@
 import type { McpUserAuthConfig } from "../config";
-import type { McpToolInterceptor } from "../mcp/interceptor";
-import { assertSendableHeader, CredentialError, mergeHeaders } from "./headers";
+import type { McpToolInterceptor } from "../shared/interceptor";
+import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
 import { runUserId } from "./identity";
 
 const USER_ID_SHOWN_CHARS = 64;

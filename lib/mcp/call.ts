@@ -4,14 +4,15 @@ import type { ToolRuntime } from "@langchain/core/tools";
 import { isCommand, isGraphBubbleUp } from "@langchain/langgraph";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config";
-import { assertSendableHeader, collapseHeaderCase, type HeaderMap } from "../credentials/headers";
-import { redactHeaderValues } from "../credentials/redact";
+import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
+import { redactHeaderValues } from "../shared/redact";
 import { initTimeoutMs } from "./discovery";
-import { McpToolCallError } from "./errors";
-import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "./interceptor";
+import { McpToolCallError } from "../shared/errors";
+import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { SessionPool } from "./pool";
-import { boundText, convertCallToolResult } from "./results";
+import { boundText } from "../shared/text";
+import { convertCallToolResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
 
 export interface McpProgressEvent {
@@ -37,7 +38,6 @@ export interface CallPathOptions {
 }
 
 const CALL_ERROR_MAX_CHARS = 1000;
-const NO_HEADERS: HeaderMap = Object.freeze({});
 
 /** What the transport was handed, so error texts can be scrubbed of it. */
 interface SentHeaders {
@@ -72,7 +72,7 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
     sent.headers = headers;
     const stdio = server.type === "stdio";
     const lease = await pool.acquire(request.serverName, server, {
-      headers: stdio ? NO_HEADERS : headers,
+      headers: stdio ? EMPTY_HEADERS : headers,
       initTimeoutMs: initTimeoutMs(server),
       signal,
     });

@@ -3,12 +3,12 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
-import type { HeaderMap } from "../credentials/headers";
-import { redactHeaderValues } from "../credentials/redact";
-import type { Logger } from "../logger";
-import { DeadlineExceededError, withDeadline } from "./deadline";
+import type { HeaderMap } from "../shared/headers";
+import { redactHeaderValues } from "../shared/redact";
+import type { Logger } from "../shared/logger";
+import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import type { SessionPool } from "./pool";
-import { boundText } from "./results";
+import { boundText } from "../shared/text";
 
 export interface DiscoveredTool {
   definition: Tool;

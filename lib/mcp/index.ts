@@ -1,5 +1,5 @@
 export { McpToolkit, createMcpToolkit, ToolkitClosedError, type McpDirectToolCall, type McpToolkitOptions } from "./toolkit";
-export { McpToolCallError } from "./errors";
+export { McpToolCallError } from "../shared/errors";
 export { getCachedMcpTools, resetMcpToolsCache, getDefaultMcpToolkit } from "./default";
 export {
   McpToolCallRequest,
@@ -8,7 +8,7 @@ export {
   type McpToolCallHandler,
   type McpToolCallPatch,
   type McpCallOutcome,
-} from "./interceptor";
+} from "../shared/interceptor";
 export { renderRoutingHints, resolveEffectiveRouting } from "./routing";
 export { getMcpToolRecord, getMcpRouting, MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord } from "./metadata";
 export { type McpProgressEvent } from "./call";

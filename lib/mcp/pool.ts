@@ -2,9 +2,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import type { McpServerConfig } from "../config";
-import type { Logger } from "../logger";
+import type { Logger } from "../shared/logger";
 import { createTransport } from "./transport";
-import { withDeadline } from "./deadline";
+import { withDeadline } from "../shared/deadline";
 import { ProgressRouter } from "./progress";
 
 export interface McpSession {

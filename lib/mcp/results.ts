@@ -1,5 +1,6 @@
 import type { ContentBlock } from "@langchain/core/messages";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { boundText } from "../shared/text";
 
 /** Bound on the text of an `isError` result that reaches the model. */
 export const MAX_ERROR_TEXT_CHARS = 4000;
@@ -43,10 +44,6 @@ function convertItem(item: McpContent): ContentBlock.Standard {
     default:
       return { type: "text", text: JSON.stringify(item) };
   }
-}
-
-export function boundText(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [truncated ${text.length - max} characters]`;
 }
 
 /**

@@ -19,16 +19,17 @@ import {
   ServerHeaders,
   type OAuthTokenManagerOptions,
 } from "../credentials";
-import { consoleLogger, type Logger } from "../logger";
+import { EMPTY_HEADERS } from "../shared/headers";
+import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryHeaders } from "./discovery";
-import type { McpCallOutcome, McpToolInterceptor } from "./interceptor";
+import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { SessionPool } from "./pool";
 import { resolveEffectiveRouting } from "./routing";
 import { createHarnessTool } from "./tool";
-import { McpToolCallError } from "./errors";
+import { McpToolCallError } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
 
 export interface McpToolkitOptions {
@@ -100,12 +101,11 @@ interface Generation {
 }
 
 const MAX_LOAD_ATTEMPTS = 5;
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 /** The headers every call and the discovery of a server start from; one frozen object per server config. */
 function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
-  if (server.type === "stdio") return NO_HEADERS;
+  if (server.type === "stdio") return EMPTY_HEADERS;
   let headers = frozenHeaders.get(server);
   if (!headers) {
     headers = Object.freeze({ ...server.headers });

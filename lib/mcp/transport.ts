@@ -3,7 +3,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpServerConfig } from "../config";
-import type { Logger } from "../logger";
+import type { Logger } from "../shared/logger";
 
 export interface TransportOptions {
   /** Final headers for HTTP/SSE (ignored on stdio). */

@@ -1,4 +1,4 @@
-import { McpToolCallError } from "../mcp/errors";
+import { McpToolCallError } from "./errors";
 
 /** Where a header came from; named in every error about it. */
 export type HeaderLayer = "static" | "oauth" | "user_auth" | "headers_from_context" | "interceptor";
@@ -12,6 +12,9 @@ const LAYER_LABELS: Record<HeaderLayer, string> = {
 };
 
 export type HeaderMap = Readonly<Record<string, string>>;
+
+/** The one empty header set: frozen, so per-object memos (validation, session keys) keep hitting. */
+export const EMPTY_HEADERS: HeaderMap = Object.freeze({});
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 

@@ -1,0 +1,26 @@
+export { McpToolCallError } from "./errors";
+export { DeadlineExceededError, withDeadline } from "./deadline";
+export { boundText } from "./text";
+export {
+  assertSendableHeader,
+  collapseHeaderCase,
+  CredentialError,
+  EMPTY_HEADERS,
+  headerNameProblem,
+  headerValueProblem,
+  invalidHeaderMessage,
+  mergeHeaders,
+  type HeaderLayer,
+  type HeaderMap,
+} from "./headers";
+export {
+  composeInterceptors,
+  McpToolCallRequest,
+  type McpCallOutcome,
+  type McpToolCallHandler,
+  type McpToolCallPatch,
+  type McpToolCallRequestInit,
+  type McpToolInterceptor,
+} from "./interceptor";
+export { redactHeaderValues, REDACTED } from "./redact";
+export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";
