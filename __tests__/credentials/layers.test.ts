@@ -6,6 +6,7 @@ import { findToolCall, rawHeaderValues, type HttpFixture, type RecordedRequest }
 import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
+import { sha256Hex } from "../fixtures/tools";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 
@@ -194,7 +195,7 @@ describe("transports", () => {
     ]);
   });
 
-  test("stdio: headers an interceptor sets arrive as the call's _meta.headers", async () => {
+  test("stdio: headers an interceptor sets arrive as the call's _meta.headers, and their echo is scrubbed", async () => {
     const dir = await makeTempDir("mcp-layers-stdio-");
     const configPath = await writeConfig(dir, {
       mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["whoami"] }) } },
@@ -204,7 +205,9 @@ describe("transports", () => {
     const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [traced] });
     try {
       const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "local_whoami", {});
-      expect(JSON.parse(String(message.content)).meta.headers).toEqual({ "X-Trace": `trace-${message.tool_call_id}` });
+      const echoed = JSON.parse(String(message.content));
+      expect(echoed.metaHeadersDigest).toBe(sha256Hex(JSON.stringify({ "X-Trace": `trace-${message.tool_call_id}` })));
+      expect(echoed.meta.headers).toEqual({ "X-Trace": "[redacted]" });
     } finally {
       await own.close();
     }

@@ -43,6 +43,11 @@ export interface LoadedExtensionsConfig {
   raw: Record<string, unknown>;
   skipped: SkippedServer[];
   warnings: string[];
+  /**
+   * Per started server, the values that came from `$VAR` expansion anywhere in its config (url, env, args,
+   * headers, …): secrets, whatever field they landed in (SPEC §4.3).
+   */
+  envSecrets: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -55,7 +60,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const logger = opts.logger ?? consoleLogger;
   const path = resolveExtensionsConfigPath({ configPath: opts.configPath, env, cwd: opts.cwd });
   if (path === null) {
-    return { path: null, signature: null, config: ExtensionsConfigSchema.parse({}), raw: {}, skipped: [], warnings: [] };
+    return { path: null, signature: null, config: ExtensionsConfigSchema.parse({}), raw: {}, skipped: [], warnings: [], envSecrets: {} };
   }
 
   let file;
@@ -71,7 +76,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   }
 
-  const { servers, skipped } = prepareServers(parsed.mcpServers, env);
+  const { servers, skipped, envSecrets } = prepareServers(parsed.mcpServers, env);
   const input = servers === undefined ? parsed : { ...parsed, mcpServers: servers };
   const warnings = priorityWarnings(servers);
 
@@ -88,7 +93,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
 
   for (const entry of skipped) logger.warn(entry.reason);
   for (const warning of warnings) logger.warn(warning);
-  return { path, signature: file.signature, config, raw: parsed, skipped, warnings };
+  return { path, signature: file.signature, config, raw: parsed, skipped, warnings, envSecrets };
 }
 
 /**
@@ -98,9 +103,10 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
 function prepareServers(
   rawServers: unknown,
   env: NodeJS.ProcessEnv,
-): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[] } {
+): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[]; envSecrets: Record<string, string[]> } {
   const skipped: SkippedServer[] = [];
-  if (!isRecord(rawServers)) return { servers: undefined, skipped };
+  const envSecrets: Record<string, string[]> = {};
+  if (!isRecord(rawServers)) return { servers: undefined, skipped, envSecrets };
 
   const kept: [string, unknown][] = [];
   for (const [name, server] of Object.entries(rawServers)) {
@@ -108,7 +114,7 @@ function prepareServers(
       kept.push([name, server]);
       continue;
     }
-    const { value, missing } = resolveEnvReferences(server, env);
+    const { value, missing, expanded } = resolveEnvReferences(server, env);
     if (missing.length > 0) {
       skipped.push({
         server: name,
@@ -124,8 +130,9 @@ function prepareServers(
       continue;
     }
     kept.push([name, resolved]);
+    if (expanded.length > 0) Object.defineProperty(envSecrets, name, { value: expanded, enumerable: true });
   }
-  return { servers: Object.fromEntries(kept), skipped };
+  return { servers: Object.fromEntries(kept), skipped, envSecrets };
 }
 
 /** The transport a raw server object resolves to; `null` when its transport fields are malformed (the schema reports those). */

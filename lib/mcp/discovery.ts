@@ -4,7 +4,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
 import type { HeaderMap } from "../shared/headers";
-import { redactHeaderValues } from "../shared/redact";
+import { headerSecrets, Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import type { SessionPool } from "./pool";
@@ -63,22 +63,24 @@ export interface DiscoveryTarget {
   serverName: string;
   server: McpServerConfig;
   headers: DiscoveryHeaders;
+  /** The server's own secrets; with the headers sent, scrubbed from tool definitions and failure texts. */
+  secrets: readonly string[];
 }
 
 /**
  * Connects (through the pool, so the session is kept for calls) and lists one server's tools. The whole of
- * it, token request included, runs under the server's `session_init_timeout`.
+ * it, token request included, runs under the server's `session_init_timeout`. Definitions are scrubbed of
+ * the server's secrets: a description or schema that echoes a credential would reach every model request.
  */
 export async function discoverServer(
-  serverName: string,
-  server: McpServerConfig,
+  target: DiscoveryTarget,
   pool: SessionPool,
-  resolveHeaders: DiscoveryHeaders,
   sent: { headers?: HeaderMap } = {},
 ): Promise<DiscoveredTool[]> {
+  const { serverName, server } = target;
   const timeoutMs = initTimeoutMs(server);
-  const definitions = await withDeadline(async (signal) => {
-    const headers = await resolveHeaders(signal);
+  const listed = await withDeadline(async (signal) => {
+    const headers = await target.headers(signal);
     sent.headers = headers;
     const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
     try {
@@ -87,11 +89,16 @@ export async function discoverServer(
       lease.release();
     }
   }, timeoutMs);
+  const definitions = secretsOf(target, sent.headers).deep(listed);
   const schemas = await simplifySchemas(serverName, definitions);
   return definitions.map((definition) => ({
     definition,
     inputSchema: schemas.get(definition.name) ?? (definition.inputSchema as JSONSchema),
   }));
+}
+
+function secretsOf(target: DiscoveryTarget, sent: HeaderMap | undefined): Redactor {
+  return Redactor.of(sent ? [...target.secrets, ...headerSecrets(sent)] : target.secrets);
 }
 
 /** Every server in parallel; a failing or hanging server contributes nothing and one warning. */
@@ -101,14 +108,15 @@ export async function discoverAll(
   logger: Logger,
 ): Promise<ServerDiscovery[]> {
   return Promise.all(
-    servers.map(async ({ serverName, server, headers }): Promise<ServerDiscovery> => {
+    servers.map(async (target): Promise<ServerDiscovery> => {
+      const { serverName, server } = target;
       const sent: { headers?: HeaderMap } = {};
       try {
-        const tools = await discoverServer(serverName, server, pool, headers, sent);
+        const tools = await discoverServer(target, pool, sent);
         return { serverName, server, tools };
       } catch (err) {
-        // An HTTP error text can carry the server's response body, which may echo what was sent.
-        const reason = redactHeaderValues((err as Error)?.message ?? String(err), sent.headers);
+        // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
+        const reason = secretsOf(target, sent.headers).text((err as Error)?.message ?? String(err));
         const failure =
           err instanceof DeadlineExceededError
             ? `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`

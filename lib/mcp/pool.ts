@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
+import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { ProgressRouter } from "./progress";
@@ -46,6 +47,8 @@ export interface SessionPoolOptions {
    * credentials or a rotated OAuth token, has a session of its own). `null` keeps them until the pool closes.
    */
   httpIdleMs?: number | null;
+  /** The scrubber for what a server writes that reaches a log line (stdio stderr, close failures). */
+  redactorFor?: (serverName: string) => Redactor;
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
@@ -70,6 +73,7 @@ function jsonSchemaValidator(): AjvJsonSchemaValidator {
 export class SessionPool {
   private readonly entries = new Map<string, Entry>();
   private readonly httpIdleMs: number | null;
+  private readonly redactorFor: (serverName: string) => Redactor;
   private retired = false;
 
   constructor(
@@ -77,6 +81,7 @@ export class SessionPool {
     options: SessionPoolOptions = {},
   ) {
     this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
+    this.redactorFor = options.redactorFor ?? (() => Redactor.none);
   }
 
   get isRetired(): boolean {
@@ -140,7 +145,11 @@ export class SessionPool {
     const { key, serverName } = entry;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
-    const transport = createTransport(serverName, server, { headers: opts.headers, logger: this.logger });
+    const transport = createTransport(serverName, server, {
+      headers: opts.headers,
+      logger: this.logger,
+      redact: (text) => this.redactorFor(serverName).text(text),
+    });
     client.onclose = () => {
       if (this.entries.get(key) === entry) this.entries.delete(key);
     };
@@ -196,7 +205,8 @@ export class SessionPool {
       }
       await session.client.close();
     } catch (err) {
-      this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${(err as Error).message}`);
+      const reason = this.redactorFor(session.serverName).text((err as Error)?.message ?? String(err));
+      this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${reason}`);
     }
   }
 
