@@ -27,8 +27,13 @@ export class CallSecrets {
     this.memo = undefined;
   }
 
+  /** Every secret known so far: the server's, the run's and those of the headers noted. */
+  values(): readonly string[] {
+    return this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)];
+  }
+
   redactor(): Redactor {
-    this.memo ??= Redactor.of(this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)]);
+    this.memo ??= Redactor.of(this.values());
     return this.memo;
   }
 

@@ -85,6 +85,7 @@ function sendToServer(
       const writer = runtime?.writer ?? undefined;
       const toolCallId = toolCallIdOf(runtime);
       const redactor = secrets.redactor();
+      if (stdio) lease.session.rememberSecrets(secrets.values());
       const progress = writer
         ? lease.session.progress.register((p: Progress) =>
             writer({

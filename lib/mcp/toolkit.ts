@@ -20,7 +20,7 @@ import {
   type OAuthTokenManagerOptions,
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
-import { headerSecrets, Redactor } from "../shared/redact";
+import { headerSecrets } from "../shared/redact";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryHeaders } from "./discovery";
@@ -75,7 +75,6 @@ interface ServerEntry {
   readonly discoveryHeaders: DiscoveryHeaders;
   /** The server's own secrets, scrubbed from whatever the server sends back. */
   readonly secrets: readonly string[];
-  readonly redactor: Redactor;
 }
 
 /** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
@@ -246,7 +245,7 @@ export class McpToolkit {
     const servers = new Map<string, ServerEntry>();
     const pool = new SessionPool(this.logger, {
       httpIdleMs: idle == null ? idle : idle * 1000,
-      redactorFor: (serverName) => servers.get(serverName)?.redactor ?? Redactor.none,
+      secretsFor: (serverName) => servers.get(serverName)?.secrets ?? [],
     });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
       if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom, loaded.envSecrets[serverName] ?? []));
@@ -358,7 +357,6 @@ export class McpToolkit {
       serverLevel: chain(layers.serverLevel),
       discoveryHeaders: (signal) => headers.resolve(base, signal),
       secrets,
-      redactor: Redactor.of(secrets),
     };
   }
 
