@@ -6,13 +6,13 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, McpToolCallError, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
+import { TraceRecorder } from "../fixtures/trace";
 import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
@@ -55,31 +55,6 @@ const consoleLines: string[] = [];
 const traces: string[] = [];
 const seen: unknown[] = [];
 let thread = 0;
-
-class TraceRecorder extends BaseCallbackHandler {
-  name = "trace-recorder";
-  private keep(...values: unknown[]): void {
-    traces.push(values.map((v) => (typeof v === "string" ? v : (JSON.stringify(v) ?? String(v)))).join(" "));
-  }
-  override handleToolStart(tool: unknown, input: string) {
-    this.keep(tool, input);
-  }
-  override handleToolEnd(output: unknown) {
-    this.keep(output);
-  }
-  override handleToolError(err: unknown) {
-    this.keep(String(err));
-  }
-  override handleChainEnd(outputs: unknown) {
-    this.keep(outputs);
-  }
-  override handleChainError(err: unknown) {
-    this.keep(String(err));
-  }
-  override handleCustomEvent(name: string, data: unknown) {
-    this.keep(name, data);
-  }
-}
 
 /** Throws, quoting the headers as they stand, for `echo` calls whose text asks for it. */
 const quoteHeaders: McpToolInterceptor = async (request, next) => {
@@ -164,7 +139,7 @@ async function call(name: string, args: Record<string, unknown>): Promise<ToolMe
   const message = await callThroughGraph(graph, name, args, {
     context: CONTEXT,
     configurable: { thread_id: `echo-${++thread}` },
-    callbacks: [new TraceRecorder()],
+    callbacks: [new TraceRecorder(traces)],
   });
   seen.push(message.toDict(), message.artifact);
   return message;
