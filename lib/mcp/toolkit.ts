@@ -17,6 +17,7 @@ import {
   loadCustomInterceptors,
   OAuthTokenManager,
   ServerHeaders,
+  StdioLayerWarnings,
   type OAuthTokenManagerOptions,
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
@@ -130,6 +131,7 @@ export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
   private readonly oauth: OAuthTokenManager;
+  private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
   private loading: Promise<Generation> | null = null;
@@ -315,7 +317,7 @@ export class McpToolkit {
   /** One server's call chains: credential layers (outermost), then `mcpInterceptors`, then the toolkit's own. */
   private serverEntry(serverName: string, server: McpServerConfig, custom: CustomInterceptors): ServerEntry {
     const headers = new ServerHeaders(serverName, server, this.oauth);
-    const layers = credentialLayers(serverName, server, headers, this.logger);
+    const layers = credentialLayers(serverName, server, headers, this.logger, this.stdioWarnings);
     const base = baseHeaders(server);
     const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
       interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
