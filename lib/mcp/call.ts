@@ -8,6 +8,7 @@ import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap
 import { redactHeaderValues } from "../shared/redact";
 import { initTimeoutMs } from "./discovery";
 import { McpToolCallError } from "../shared/errors";
+import { withDeadline } from "../shared/deadline";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { SessionPool } from "./pool";
@@ -65,8 +66,8 @@ function sendableHeaders(serverName: string, headers: HeaderMap): HeaderMap {
  * headers, so each header set travels on every request of its own session; stdio calls carry headers an
  * interceptor set as `_meta.headers`.
  */
-function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRuntime | undefined, signal: AbortSignal | undefined, sent: SentHeaders) {
-  return async (request: McpToolCallRequest): Promise<CallToolResult> => {
+function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRuntime | undefined, runSignal: AbortSignal | undefined, sent: SentHeaders) {
+  const send = async (request: McpToolCallRequest, signal: AbortSignal | undefined): Promise<CallToolResult> => {
     const { server, pool } = target;
     const headers = sendableHeaders(request.serverName, request.headers);
     sent.headers = headers;
@@ -110,6 +111,9 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
       lease.release();
     }
   };
+  // The run's signal is shared by every call of a step; the pool and the SDK get one of this call's own.
+  return (request: McpToolCallRequest): Promise<CallToolResult> =>
+    runSignal ? withDeadline((signal) => send(request, signal), null, runSignal) : send(request, undefined);
 }
 
 /**
