@@ -135,6 +135,29 @@ describe("discovery over every transport", () => {
   });
 });
 
+describe("parallel discovery", () => {
+  test("every server's initialize is sent before any server has answered one", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const servers = await Promise.all(
+      ["first", "second", "third"].map((name) => startHttpFixture({ name, toolNames: ["echo"], initGate: gate })),
+    );
+    try {
+      const { toolkit } = await toolkitFor(Object.fromEntries(servers.map((fx, i) => [["first", "second", "third"][i], { url: fx.url }])));
+      const loading = toolkit.getTools();
+      loading.catch(() => undefined); // observed below; a failed wait must not leave it unhandled
+      // Each initialize is held unanswered until the gate opens, so a server-by-server loop never sends the second one.
+      const initialize = (r: { rpcMethods?: string[] }) => r.rpcMethods?.includes("initialize") ?? false;
+      await Promise.all(servers.map((fx) => fx.waitForRequest(initialize)));
+      open();
+      expect((await loading).map((t) => t.name).sort()).toEqual(["first_echo", "second_echo", "third_echo"]);
+    } finally {
+      open();
+      await Promise.all(servers.map((fx) => fx.close()));
+    }
+  });
+});
+
 describe("failing servers drop only themselves", () => {
   test("a hanging and a crashing server: the others' tools arrive within the timeout, each failure is named", async () => {
     const hangingHttp = await startHttpFixture({ name: "stuck", hangOnInitialize: true });
