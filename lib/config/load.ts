@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
-import { ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
+import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
 import { parseJsonDocument } from "./json";
 import { resolveExtensionsConfigPath } from "./path";
 import {
@@ -210,17 +210,37 @@ function priorityWarnings(servers: Record<string, unknown> | undefined): string[
   return warnings;
 }
 
-/** zod 4 messages name types and options, not received values; nested reasons are lifted into the line. */
-function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
-  let message = issue.message;
-  if (issue.code === "invalid_key" || issue.code === "invalid_element") {
-    const inner = issue.issues.map((sub) => sub.message).join("; ");
-    if (inner) message = `${message}: ${inner}`;
-  } else if (issue.code === "invalid_union") {
-    const branches = issue.errors.map((branch) => branch.map((sub) => sub.message).join("; ")).filter(Boolean);
-    if (branches.length > 0) message = `${message} (${branches.join(" | ")})`;
+/** How many unrecognized keys one issue lists; the rest are counted. */
+export const MAX_LISTED_KEYS = 5;
+
+/**
+ * zod 4 messages name types and options, not received values, except the keys of an `unrecognized_keys`
+ * issue, which come from the user's file: those are shown bounded and escaped. Nested reasons are lifted
+ * into the line.
+ */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "unrecognized_keys": {
+      const listed = issue.keys.slice(0, MAX_LISTED_KEYS).map(shownKey).join(", ");
+      const more = issue.keys.length > MAX_LISTED_KEYS ? ` and ${issue.keys.length - MAX_LISTED_KEYS} more` : "";
+      return `Unrecognized key${issue.keys.length === 1 ? "" : "s"}: ${listed}${more}`;
+    }
+    case "invalid_key":
+    case "invalid_element": {
+      const inner = issue.issues.map(issueMessage).join("; ");
+      return inner ? `${issue.message}: ${inner}` : issue.message;
+    }
+    case "invalid_union": {
+      const branches = issue.errors.map((branch) => branch.map(issueMessage).join("; ")).filter(Boolean);
+      return branches.length > 0 ? `${issue.message} (${branches.join(" | ")})` : issue.message;
+    }
+    default:
+      return issue.message;
   }
-  return { path: formatIssuePath(issue.path), message };
+}
+
+function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
+  return { path: formatIssuePath(issue.path), message: issueMessage(issue) };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

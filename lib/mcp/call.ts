@@ -8,6 +8,7 @@ import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap
 import type { Redactor } from "../shared/redact";
 import { CallSecrets, scrubOutcome } from "./call-secrets";
 import { initTimeoutMs } from "./discovery";
+import { withDeadline } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -67,10 +68,10 @@ function sendToServer(
   target: CallTarget,
   record: McpToolRecord,
   runtime: ToolRuntime | undefined,
-  signal: AbortSignal | undefined,
+  runSignal: AbortSignal | undefined,
   secrets: CallSecrets,
 ) {
-  return async (request: McpToolCallRequest): Promise<CallToolResult> => {
+  const send = async (request: McpToolCallRequest, signal: AbortSignal | undefined): Promise<CallToolResult> => {
     const { server, pool } = target;
     secrets.noteHeaders(request.headers);
     const headers = sendableHeaders(request.serverName, request.headers);
@@ -117,6 +118,9 @@ function sendToServer(
       lease.release();
     }
   };
+  // The run's signal is shared by every call of a step; the pool and the SDK get one of this call's own.
+  return (request: McpToolCallRequest): Promise<CallToolResult> =>
+    runSignal ? withDeadline((signal) => send(request, signal), null, runSignal) : send(request, undefined);
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   loadCustomInterceptors,
   OAuthTokenManager,
   ServerHeaders,
+  StdioLayerWarnings,
   type OAuthTokenManagerOptions,
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
@@ -145,6 +146,7 @@ export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
   private readonly oauth: OAuthTokenManager;
+  private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
   private loading: Promise<Generation> | null = null;
@@ -343,7 +345,7 @@ export class McpToolkit {
     envSecrets: readonly string[],
   ): ServerEntry {
     const headers = new ServerHeaders(serverName, server, this.oauth);
-    const layers = credentialLayers(serverName, server, headers, this.logger);
+    const layers = credentialLayers(serverName, server, headers, this.logger, this.stdioWarnings);
     const base = baseHeaders(server);
     const secrets = configuredSecrets(server, envSecrets);
     const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
