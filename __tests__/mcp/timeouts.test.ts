@@ -77,7 +77,7 @@ describe("progress notifications extend a running call", () => {
     const message = await call("capped_ticker", { intervalMs: 50, durationMs: 5000 });
     expect(message.status).toBe("error");
     expect(message.content).toBe(
-      "MCP tool 'ticker' on server 'capped' failed: timed out after 0.8s in total (max_total_timeout), although the server was still reporting progress",
+      "MCP tool 'ticker' on server 'capped' failed: timed out after 0.8s in total (max_total_timeout, which progress does not extend)",
     );
     expect((await call("capped_echo", { text: "after-cap" })).content).toBe("after-cap");
   });

@@ -76,7 +76,7 @@ function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string 
   const seconds = (err.timeoutMs / 1000).toFixed(1);
   const reason =
     err.kind === "maxTotal"
-      ? `timed out after ${seconds}s in total (max_total_timeout), although the server was still reporting progress`
+      ? `timed out after ${seconds}s in total (max_total_timeout, which progress does not extend)`
       : `timed out after ${seconds}s without a result or progress (tool_call_timeout)`;
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${reason}`;
 }
