@@ -8,7 +8,7 @@ import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap
 import type { Redactor } from "../shared/redact";
 import { CallSecrets, scrubOutcome } from "./call-secrets";
 import { initTimeoutMs } from "./discovery";
-import { DeadlineExceededError, withDeadline, withExtendableDeadline } from "../shared/deadline";
+import { DeadlineExceededError, withExtendableDeadline } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
@@ -92,10 +92,10 @@ function sendToServer(
   target: CallTarget,
   record: McpToolRecord,
   runtime: ToolRuntime | undefined,
-  runSignal: AbortSignal | undefined,
+  signal: AbortSignal | undefined,
   secrets: CallSecrets,
 ) {
-  const send = async (request: McpToolCallRequest, signal: AbortSignal | undefined): Promise<CallToolResult> => {
+  return async (request: McpToolCallRequest): Promise<CallToolResult> => {
     const { server, pool } = target;
     secrets.noteHeaders(request.headers);
     const headers = sendableHeaders(request.serverName, request.headers);
@@ -151,9 +151,6 @@ function sendToServer(
       lease.release();
     }
   };
-  // The run's signal is shared by every call of a step; the pool and the SDK get one of this call's own.
-  return (request: McpToolCallRequest): Promise<CallToolResult> =>
-    runSignal ? withDeadline((signal) => send(request, signal), null, runSignal) : send(request, undefined);
 }
 
 /**
