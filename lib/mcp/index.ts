@@ -9,8 +9,16 @@ export {
   type McpToolCallPatch,
   type McpCallOutcome,
 } from "../shared/interceptor";
-export { renderRoutingHints, resolveEffectiveRouting } from "./routing";
-export { getMcpToolRecord, getMcpRouting, MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord } from "./metadata";
+export { renderRoutingHints, resolveEffectiveRouting, resolveToolRouting } from "./routing";
+export {
+  getMcpToolRecord,
+  getMcpRouting,
+  MCP_METADATA_KEY,
+  MCP_ROUTING_METADATA_KEY,
+  type McpRoutingScope,
+  type McpToolRecord,
+  type McpToolRouting,
+} from "./metadata";
 export { type McpProgressEvent } from "./call";
 export { type McpToolArtifact } from "./results";
 export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";

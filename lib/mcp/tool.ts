@@ -2,15 +2,14 @@ import type { CallbackManagerForToolRun } from "@langchain/core/callbacks/manage
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { DynamicStructuredTool } from "@langchain/core/tools";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
-import type { McpRouting } from "../config";
-import { MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord } from "./metadata";
+import { MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord, type McpToolRouting } from "./metadata";
 
 export interface HarnessToolSpec {
   visibleName: string;
   description: string;
   inputSchema: JSONSchema;
   record: McpToolRecord;
-  routing: McpRouting;
+  routing: McpToolRouting;
   annotations?: Record<string, unknown>;
 }
 

@@ -27,7 +27,7 @@ import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { SessionPool } from "./pool";
-import { resolveEffectiveRouting } from "./routing";
+import { resolveToolRouting } from "./routing";
 import { createHarnessTool } from "./tool";
 import { McpToolCallError } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
@@ -256,7 +256,7 @@ export class McpToolkit {
           description: candidate.tool.definition.description ?? "",
           inputSchema: candidate.tool.inputSchema,
           record: { server: candidate.server, rawName: candidate.rawName, transport: candidate.serverConfig.type },
-          routing: resolveEffectiveRouting(candidate.serverConfig, candidate.rawName),
+          routing: resolveToolRouting(candidate.serverConfig, candidate.rawName),
           annotations: candidate.tool.definition.annotations as Record<string, unknown> | undefined,
         },
         invoke,
