@@ -85,7 +85,7 @@ describe("routing hints", () => {
     );
   });
 
-  test("several servers: one hint each, sorted by (-priority, server name); keywords-less and off routing give none", () => {
+  test("several servers: one hint each, sorted by (-priority, server name); keywords-less and off routing give none; server names escaped", () => {
     const mcpTool = (name: string, server: string, routing: object | undefined) => ({
       name,
       metadata: { mcp: { server, rawName: name, transport: "http" }, ...(routing ? { mcp_routing: routing } : {}) },
@@ -99,11 +99,13 @@ describe("routing hints", () => {
       mcpTool("none_x", "none", prefer(90, [" "])),
       mcpTool("off_x", "off", { mode: "off", priority: 90, keywords: ["o"], scope: "server" }),
       mcpTool("bare_x", "bare", undefined),
+      mcpTool("odd_x", "<odd&>", prefer(5, ["o"])),
     ]);
     expect(hints.split("\n").filter((l) => l.startsWith("  "))).toEqual([
       "  prefer the tool of the MCP server `top`: `top_x`.",
       "  prefer the tools of the MCP server `alpha`: `alpha_a`, `alpha_b`.",
       "  prefer the tool of the MCP server `zeta`: `zeta_a`.",
+      "  prefer the tool of the MCP server `&lt;odd&amp;&gt;`: `odd_x`.",
     ]);
   });
 
