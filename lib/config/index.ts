@@ -37,6 +37,7 @@ export {
   CONFIG_FILE_NAMES,
   CONFIG_PATH_ENV_VAR,
   ConfigFileNotFoundError,
+  configSearchDirs,
   resolveExtensionsConfigPath,
   type ConfigPathSource,
   type ResolveConfigPathOptions,

@@ -20,8 +20,10 @@ export interface ServerDiscovery {
   serverName: string;
   server: McpServerConfig;
   tools: DiscoveredTool[];
-  /** Set when the server contributed nothing because it failed or timed out. */
+  /** Set when the server contributed nothing because it failed or timed out: the logged warning. */
   failure?: string;
+  /** The same without the "Skipping MCP server" frame: "timed out after 2.0s", "connect ECONNREFUSED …". */
+  reason?: string;
 }
 
 const FAILURE_REASON_MAX_CHARS = 500;
@@ -94,29 +96,49 @@ export async function discoverServer(
   }));
 }
 
-/** Every server in parallel; a failing or hanging server contributes nothing and one warning. */
+/**
+ * Every server in parallel; a failing or hanging server contributes nothing and one warning. `onDone`
+ * hears each server as soon as its discovery ends (for progress reports).
+ */
 export async function discoverAll(
   servers: readonly DiscoveryTarget[],
   pool: SessionPool,
   logger: Logger,
+  onDone?: (discovery: ServerDiscovery) => void,
 ): Promise<ServerDiscovery[]> {
   return Promise.all(
     servers.map(async ({ serverName, server, headers }): Promise<ServerDiscovery> => {
-      const sent: { headers?: HeaderMap } = {};
-      try {
-        const tools = await discoverServer(serverName, server, pool, headers, sent);
-        return { serverName, server, tools };
-      } catch (err) {
-        // An HTTP error text can carry the server's response body, which may echo what was sent.
-        const reason = redactHeaderValues((err as Error)?.message ?? String(err), sent.headers);
-        const failure =
-          err instanceof DeadlineExceededError
-            ? `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`
-            : `Skipping MCP server '${serverName}' after tool discovery failed: ${boundText(reason, FAILURE_REASON_MAX_CHARS)}`;
-        logger.warn(failure);
-        await pool.closeServer(serverName);
-        return { serverName, server, tools: [], failure };
-      }
+      const discovery = await discoverOne(serverName, server, pool, headers, logger);
+      onDone?.(discovery);
+      return discovery;
     }),
   );
+}
+
+async function discoverOne(
+  serverName: string,
+  server: McpServerConfig,
+  pool: SessionPool,
+  headers: DiscoveryHeaders,
+  logger: Logger,
+): Promise<ServerDiscovery> {
+  const sent: { headers?: HeaderMap } = {};
+  try {
+    const tools = await discoverServer(serverName, server, pool, headers, sent);
+    return { serverName, server, tools };
+  } catch (err) {
+    let reason: string;
+    let failure: string;
+    if (err instanceof DeadlineExceededError) {
+      reason = `timed out after ${(err.timeoutMs / 1000).toFixed(1)}s`;
+      failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`;
+    } else {
+      // An HTTP error text can carry the server's response body, which may echo what was sent.
+      reason = boundText(redactHeaderValues((err as Error)?.message ?? String(err), sent.headers), FAILURE_REASON_MAX_CHARS);
+      failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
+    }
+    logger.warn(failure);
+    await pool.closeServer(serverName);
+    return { serverName, server, tools: [], failure, reason };
+  }
 }

@@ -22,3 +22,4 @@ export {
 export { type McpProgressEvent } from "./call";
 export { type McpToolArtifact } from "./results";
 export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";
+export { probeServers, type ProbeServersOptions, type ServerProbe } from "./probe";

@@ -104,7 +104,7 @@ const MAX_LOAD_ATTEMPTS = 5;
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 /** The headers every call and the discovery of a server start from; one frozen object per server config. */
-function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
+export function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
   if (server.type === "stdio") return EMPTY_HEADERS;
   let headers = frozenHeaders.get(server);
   if (!headers) {
