@@ -115,6 +115,14 @@ export async function discoverAll(
   );
 }
 
+/** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
+function errorText(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  const cause = (err as { cause?: unknown })?.cause;
+  const causeMessage = cause instanceof Error ? cause.message : undefined;
+  return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
+}
+
 async function discoverOne(
   serverName: string,
   server: McpServerConfig,
@@ -134,7 +142,7 @@ async function discoverOne(
       failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`;
     } else {
       // An HTTP error text can carry the server's response body, which may echo what was sent.
-      reason = boundText(redactHeaderValues((err as Error)?.message ?? String(err), sent.headers), FAILURE_REASON_MAX_CHARS);
+      reason = boundText(redactHeaderValues(errorText(err), sent.headers), FAILURE_REASON_MAX_CHARS);
       failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
     }
     logger.warn(failure);
