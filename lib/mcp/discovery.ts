@@ -119,7 +119,8 @@ export async function discoverAll(
 function errorText(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
   const cause = (err as { cause?: unknown })?.cause;
-  const causeMessage = cause instanceof Error ? cause.message : undefined;
+  // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
+  const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
