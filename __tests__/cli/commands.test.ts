@@ -206,13 +206,14 @@ describe("mcp-harness check", () => {
     expect(linesOf(out.stdout).at(-1)).toBe("config OK (offline: servers and interceptors were not tried)");
   });
 
-  test("an enabled server with an unset variable is not started (offline too); skipped servers show their transport", async () => {
+  test("an enabled server with an unset variable is not started (offline too); skipped servers show their transport, in file order", async () => {
     const dir = await makeTempDir("cli-");
     const file = await writeConfig(
       dir,
       {
         mcpServers: {
           gh: { command: "npx", env: { TOKEN: "$CLI_TEST_UNSET_TOKEN" } },
+          off: { enabled: false, command: "npx" },
           docs: { url: "https://docs.example/mcp", headers: { Authorization: "Bearer ${CLI_TEST_UNSET_DOCS}" } },
         },
       },
@@ -232,6 +233,12 @@ describe("mcp-harness check", () => {
     const report = JSON.parse(badIo.stdout.join("\n"));
     expect(report.ok).toBe(false);
     expect(report.skipped[0].reason).toContain("CLI_TEST_UNSET_TOKEN");
+    // Rows in the file's order, skipped ones included.
+    expect(report.servers.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+      ["gh", "skipped"],
+      ["off", "disabled"],
+      ["docs", "skipped"],
+    ]);
     expect(report.servers[0]).toMatchObject({ name: "gh", transport: "stdio", status: "skipped" });
   });
 
