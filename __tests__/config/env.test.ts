@@ -5,8 +5,8 @@ const env: NodeJS.ProcessEnv = { TOKEN: "t0k", HOME: "/home/me", EMPTY: "", _X1:
 
 describe("resolveEnvReferences", () => {
   it("replaces a whole $NAME or ${NAME} string", () => {
-    expect(resolveEnvReferences("$TOKEN", env)).toEqual({ value: "t0k", missing: [] });
-    expect(resolveEnvReferences("${TOKEN}", env)).toEqual({ value: "t0k", missing: [] });
+    expect(resolveEnvReferences("$TOKEN", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"] });
+    expect(resolveEnvReferences("${TOKEN}", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"] });
     expect(resolveEnvReferences("$_X1", env).value).toBe("x");
   });
 
@@ -31,7 +31,7 @@ describe("resolveEnvReferences", () => {
   });
 
   it("counts an empty variable as set", () => {
-    expect(resolveEnvReferences("$EMPTY", env)).toEqual({ value: "", missing: [] });
+    expect(resolveEnvReferences("$EMPTY", env)).toEqual({ value: "", missing: [], expanded: [] });
   });
 
   it("reports distinct unset names in order of appearance and keeps their references", () => {
@@ -48,6 +48,14 @@ describe("resolveEnvReferences", () => {
     const result = resolveEnvReferences(input, env);
     expect(result.value).toEqual({ $TOKEN: { list: [1, true, null, "t0k", { deep: "/home/me" }] } });
     expect(input.$TOKEN.list[3]).toBe("$TOKEN");
+  });
+
+  it("reports every distinct value it substituted, whole or interpolated, for redaction", () => {
+    const result = resolveEnvReferences(
+      { url: "https://h/mcp?key=${TOKEN}", args: ["--home", "$HOME", "${TOKEN}"], env: { E: "$EMPTY", L: "$$TOKEN" } },
+      env,
+    );
+    expect(result.expanded).toEqual(["t0k", "/home/me"]);
   });
 
   it("keeps a JSON __proto__ key as a plain key", () => {

@@ -20,6 +20,16 @@ describe("formatIssuePath", () => {
     expect(formatIssuePath(["a\"b"])).toBe('["a\\"b"]');
     expect(formatIssuePath([])).toBe("(root)");
   });
+
+  it("shows keys from the user's file escaped to printable ASCII and cut to 64 characters", () => {
+    expect(formatIssuePath(["mcpServers", "line\nbreak", "url"])).toBe('mcpServers["line\\nbreak"].url');
+    expect(formatIssuePath(["mcpServers", "\u001b[31mred\u202e\u0000"])).toBe('mcpServers["\\u001b[31mred\\u202e\\u0000"]');
+    expect(formatIssuePath(["mcpServers", "é"])).toBe('mcpServers["\\u00e9"]');
+    const long = "k".repeat(65);
+    expect(formatIssuePath(["mcpServers", long])).toBe(`mcpServers["${"k".repeat(64)}…"]`);
+    expect(formatIssuePath(["mcpServers", "k".repeat(64)])).toBe(`mcpServers.${"k".repeat(64)}`);
+    expect(formatIssuePath(["a", "x\n".repeat(1000)]).length).toBeLessThan(200);
+  });
 });
 
 describe("invalid JSON", () => {
@@ -70,6 +80,28 @@ describe("invalid JSON", () => {
     await writeFile(file, '\ufeff{"mcpServers": {}}');
     const loaded = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger });
     expect(loaded.config.mcpServers).toEqual({});
+  });
+
+  it.each([
+    ["array", (depth: number) => `{"mcpServers": {"deep": {"command": "x", "args": ${"[".repeat(depth)}${"]".repeat(depth)}}}}`],
+    ["object", (depth: number) => `{"mcpServers": {"deep": {"command": "x", "env": ${'{"a":'.repeat(depth)}1${"}".repeat(depth)}}}}`],
+  ])("refuses a 100000-deep %s with a validation error naming where the 64-level limit was hit", async (_kind, doc) => {
+    const file = path.join(dir, "deep.json");
+    await writeFile(file, doc(100_000));
+    const error = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ConfigValidationError);
+    const { issues } = error as ConfigValidationError;
+    // levels 1-3 are the document, mcpServers and the server; the value is level 4, its 61st descendant level 65
+    const inside = _kind === "array" ? "args" + "[0]".repeat(61) : "env" + ".a".repeat(61);
+    expect(issues).toEqual([{ path: `mcpServers.deep.${inside}`, message: "nested deeper than 64 levels" }]);
+    expect((error as Error).message).toContain(file);
+  });
+
+  it("accepts 64 levels", async () => {
+    const file = path.join(dir, "deep.json");
+    await writeFile(file, `{"mcpServers": {"deep": {"command": "x", "args": [], "x": ${"[".repeat(61)}${"]".repeat(61)}}}}`);
+    const loaded = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger });
+    expect(loaded.config.mcpServers.deep?.command).toBe("x");
   });
 
   it("rejects a document that is not an object", async () => {

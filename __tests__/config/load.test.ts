@@ -74,6 +74,28 @@ describe("loadExtensionsConfig", () => {
       expect(error.message).toContain('mcpServers["my server"].url');
     });
 
+    it("show unrecognized keys and key paths escaped, bounded, and at most five keys per issue", async () => {
+      const keys = ["line\nbreak", "\u001b[2J\u202e", "k".repeat(1000), "a", "b", "c", "d"];
+      const error = await loadError({
+        mcpServers: {
+          a: { command: "npx", routing: Object.fromEntries(keys.map((key) => [key, 1])) },
+          "evil\n  mcpServers.x: forged": { url: 42 },
+        },
+      });
+      expect(error.issues).toEqual([
+        {
+          path: "mcpServers.a.routing",
+          message: `Unrecognized keys: "line\\nbreak", "\\u001b[2J\\u202e", "${"k".repeat(64)}…", "a", "b" and 2 more`,
+        },
+        { path: 'mcpServers["evil\\n  mcpServers.x: forged"].url', message: expect.stringMatching(/^Invalid input/) },
+      ]);
+      // one line per issue: no key can start a line of its own
+      expect(error.message.split("\n")).toHaveLength(3);
+      expect(error.message).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f\u202e]/);
+      const one = await loadError({ mcpServers: { a: { command: "npx", routing: { weight: 3 } } } });
+      expect(one.issues).toEqual([{ path: "mcpServers.a.routing", message: 'Unrecognized key: "weight"' }]);
+    });
+
     it("do not echo an unsupported transport or an invalid enum value", async () => {
       const error = await loadError({
         mcpServers: {

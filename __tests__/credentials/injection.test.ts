@@ -5,11 +5,11 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { ToolMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
+import { TraceRecorder } from "../fixtures/trace";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
@@ -56,31 +56,6 @@ const toolMessages: ToolMessage[] = [];
 let clock = 1_700_000_000_000;
 const tokenCalls = new Map<string, number>();
 let thread = 0;
-
-class TraceRecorder extends BaseCallbackHandler {
-  name = "trace-recorder";
-  private keep(...values: unknown[]): void {
-    traces.push(values.map((v) => (typeof v === "string" ? v : JSON.stringify(v) ?? String(v))).join(" "));
-  }
-  override handleToolStart(tool: unknown, input: string) {
-    this.keep(tool, input);
-  }
-  override handleToolEnd(output: unknown) {
-    this.keep(output);
-  }
-  override handleToolError(err: unknown) {
-    this.keep(String(err));
-  }
-  override handleChainStart(chain: unknown, inputs: unknown) {
-    this.keep(chain, inputs);
-  }
-  override handleChainEnd(outputs: unknown) {
-    this.keep(outputs);
-  }
-  override handleChainError(err: unknown) {
-    this.keep(String(err));
-  }
-}
 
 beforeAll(async () => {
   for (const level of ["log", "info", "warn", "error", "debug"] as const) {
@@ -154,7 +129,7 @@ async function call(server: string, text: string, context?: object): Promise<Too
   const message = await callThroughGraph(graph, `${server}_echo`, { text }, {
     ...(context ? { context } : {}),
     configurable: { thread_id: `injection-${++thread}` },
-    callbacks: [new TraceRecorder()],
+    callbacks: [new TraceRecorder(traces)],
   });
   toolMessages.push(message);
   return message;

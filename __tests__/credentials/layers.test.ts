@@ -6,6 +6,7 @@ import { findToolCall, rawHeaderValues, type HttpFixture, type RecordedRequest }
 import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
+import { sha256Hex } from "../fixtures/tools";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 
@@ -194,7 +195,38 @@ describe("transports", () => {
     ]);
   });
 
-  test("stdio: headers an interceptor sets arrive as the call's _meta.headers", async () => {
+  test("stdio: the warning is not repeated on reload, only when the server's declared layers change", async () => {
+    const dir = await makeTempDir("mcp-layers-stdio-warn-");
+    // A child that exits at once keeps each reload cheap; the warning comes from the config, not the session.
+    const quiet = (extra: object) => ({ type: "stdio", ...stdioFixture({ mode: "crash" }), user_auth: { header: "X-U", users: {} }, ...extra });
+    const configPath = await writeConfig(dir, { mcpServers: { quiet: quiet({}) } });
+    const own = new RecordingLogger();
+    const reloading = createMcpToolkit({ configPath, env: {}, logger: own });
+    const stdioWarnings = () => own.messages("warn").filter((m) => m.includes("uses stdio"));
+    try {
+      await reloading.getTools();
+      await writeConfig(dir, { mcpServers: { quiet: quiet({ description: "edited" }) } });
+      await reloading.getTools();
+      await reloading.reset();
+      await reloading.getTools();
+      expect(own.messages("info").filter((m) => m.includes("reloading tools"))).toHaveLength(1);
+      expect(stdioWarnings()).toEqual([
+        "MCP server 'quiet' uses stdio; user_auth applies only to http/sse servers and is ignored (stdio sessions are per user/thread already)",
+      ]);
+      await writeConfig(dir, { mcpServers: { quiet: quiet({ headers_from_context: { headers: { "X-K": "k" } } }) } });
+      await reloading.getTools();
+      await reloading.reset();
+      await reloading.getTools();
+      expect(stdioWarnings()).toEqual([
+        "MCP server 'quiet' uses stdio; user_auth applies only to http/sse servers and is ignored (stdio sessions are per user/thread already)",
+        "MCP server 'quiet' uses stdio; user_auth, headers_from_context apply only to http/sse servers and are ignored (stdio sessions are per user/thread already)",
+      ]);
+    } finally {
+      await reloading.close();
+    }
+  });
+
+  test("stdio: headers an interceptor sets arrive as the call's _meta.headers, and their echo is scrubbed", async () => {
     const dir = await makeTempDir("mcp-layers-stdio-");
     const configPath = await writeConfig(dir, {
       mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["whoami"] }) } },
@@ -204,7 +236,9 @@ describe("transports", () => {
     const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [traced] });
     try {
       const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "local_whoami", {});
-      expect(JSON.parse(String(message.content)).meta.headers).toEqual({ "X-Trace": `trace-${message.tool_call_id}` });
+      const echoed = JSON.parse(String(message.content));
+      expect(echoed.metaHeadersDigest).toBe(sha256Hex(JSON.stringify({ "X-Trace": `trace-${message.tool_call_id}` })));
+      expect(echoed.meta.headers).toEqual({ "X-Trace": "[redacted]" });
     } finally {
       await own.close();
     }

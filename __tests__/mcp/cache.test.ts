@@ -169,6 +169,20 @@ describe("content-signature cache", () => {
     expect((gone as { content: unknown }).content).toBe("MCP server 'alpha' is no longer configured; reload the tools");
   });
 
+  test("search mode: deleting the file found in the working directory keeps the last tools", async () => {
+    const dir = await makeTempDir("mcp-cache-");
+    await writeFile(path.join(dir, "package.json"), "{}");
+    const file = await writeConfig(dir, configFor("alpha"));
+    const toolkit = track(createMcpToolkit({ cwd: dir, env: {}, logger: new RecordingLogger() }));
+    const first = await toolkit.getTools();
+    expect(first.map((t) => t.name)).toEqual(["alpha_echo"]);
+    await rm(file);
+    const second = await toolkit.getTools();
+    expect(second).toBe(first);
+    const message = await second[0].invoke({ type: "tool_call", id: "s1", name: second[0].name, args: { text: "still searched" } });
+    expect((message as { content: unknown }).content).toBe("still searched");
+  });
+
   test("search mode: a config file that appears later is picked up", async () => {
     const dir = await makeTempDir("mcp-cache-");
     await writeFile(path.join(dir, "package.json"), "{}");

@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import type { ToolMessage } from "@langchain/core/messages";
+import { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
+import { findToolCall } from "../fixtures/http-common";
+import { startHttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
 
 let toolkit: McpToolkit;
@@ -57,5 +60,36 @@ describe("the call path on a persistent stdio session", () => {
     // at most the call that met the dead session failed; it was reported, not retried behind the caller's back
     expect(outcomes.filter((m) => m.status === "error").length).toBeLessThanOrEqual(1);
     expect((await call("local_echo", { text: "alive" })).content).toBe("alive");
+  });
+});
+
+describe("an interceptor's own answer", () => {
+  test("a ToolMessage from an interceptor is the tool's result in a ToolNode, as it is; the server gets no call", async () => {
+    const fx = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+    const cache: McpToolInterceptor = async (request, next) =>
+      request.args.text === "cached"
+        ? new ToolMessage({
+            content: [{ type: "text", text: "from the cache" }],
+            artifact: { hit: true },
+            status: "success",
+            tool_call_id: request.runtime?.toolCallId ?? "",
+            name: "cache",
+          })
+        : next(request);
+    const dir = await makeTempDir("mcp-call-toolmessage-");
+    const configPath = await writeConfig(dir, { mcpServers: { remote: { type: "http", url: fx.url } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [cache] });
+    try {
+      const graph = toolNodeGraph(await own.getTools());
+      const message = await callThroughGraph(graph, "remote_echo", { text: "cached" });
+      expect(message.content).toEqual([{ type: "text", text: "from the cache" }]);
+      expect(message.artifact).toEqual({ hit: true });
+      expect(message.name).toBe("cache");
+      expect(findToolCall(fx.requests, "cached")).toBeUndefined();
+      expect((await callThroughGraph(graph, "remote_echo", { text: "not cached" })).content).toBe("not cached");
+    } finally {
+      await own.close();
+      await fx.close();
+    }
   });
 });

@@ -135,6 +135,59 @@ describe("discovery over every transport", () => {
   });
 });
 
+describe("parallel discovery", () => {
+  test("every server's initialize is sent before any server has answered one", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const servers = await Promise.all(
+      ["first", "second", "third"].map((name) => startHttpFixture({ name, toolNames: ["echo"], initGate: gate })),
+    );
+    try {
+      const { toolkit } = await toolkitFor(Object.fromEntries(servers.map((fx, i) => [["first", "second", "third"][i], { url: fx.url }])));
+      const loading = toolkit.getTools();
+      loading.catch(() => undefined); // observed below; a failed wait must not leave it unhandled
+      // Each initialize is held unanswered until the gate opens, so a server-by-server loop never sends the second one.
+      const initialize = (r: { rpcMethods?: string[] }) => r.rpcMethods?.includes("initialize") ?? false;
+      await Promise.all(servers.map((fx) => fx.waitForRequest(initialize)));
+      open();
+      expect((await loading).map((t) => t.name).sort()).toEqual(["first_echo", "second_echo", "third_echo"]);
+    } finally {
+      open();
+      await Promise.all(servers.map((fx) => fx.close()));
+    }
+  });
+});
+
+describe("session_init_timeout", () => {
+  test("null applies no deadline: its server is answered after a 0.1 s bound on the same server has fired", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const slow = await startHttpFixture({ name: "slow", toolNames: ["echo"], initGate: gate });
+    try {
+      const logger = new RecordingLogger();
+      // The initialize requests are held until the bounded server has been skipped for timing out.
+      const warn = logger.warn.bind(logger);
+      logger.warn = (message: string) => {
+        warn(message);
+        if (message.startsWith("Skipping MCP server 'bounded'")) open();
+      };
+      const { toolkit } = await toolkitFor(
+        {
+          bounded: { url: slow.url, session_init_timeout: 0.1 },
+          unbounded: { url: slow.url, session_init_timeout: null },
+        },
+        logger,
+      );
+      expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["unbounded_echo"]);
+      expect(logger.messages("warn")).toEqual(["Skipping MCP server 'bounded' after tool discovery timed out (0.1s)"]);
+      expect(slow.initializeCount()).toBe(2);
+    } finally {
+      open();
+      await slow.close();
+    }
+  });
+});
+
 describe("failing servers drop only themselves", () => {
   test("a hanging and a crashing server: the others' tools arrive within the timeout, each failure is named", async () => {
     const hangingHttp = await startHttpFixture({ name: "stuck", hangOnInitialize: true });

@@ -7,7 +7,7 @@ import { createMcpToolkit, RecordingLogger, type McpToolkit, type McpToolInterce
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
-import { toolCalls, toolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolCalls, toolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { TINY_PNG_BASE64 } from "../fixtures/tools";
 
@@ -86,13 +86,21 @@ describe("prebuilt ToolNode in a StateGraph", () => {
     ]);
   });
 
-  test("a transport-level failure becomes an error ToolMessage, not an exception", async () => {
-    const result = await toolNodeGraph(tools).invoke({
-      messages: [toolCalls([{ name: "remote_add", args: { a: "not a number", b: 1 }, id: "bad" }])],
-    });
-    const message = result.messages.at(-1) as ToolMessage;
-    expect(message.status).toBe("error");
-    expect(message.tool_call_id).toBe("bad");
+  test("a transport failure (the server went away after discovery) becomes an error ToolMessage, not an exception", async () => {
+    const gone = await startHttpFixture({ name: "gone", toolNames: ["echo"] });
+    const dir = await makeTempDir("mcp-graphs-gone-");
+    const configPath = await writeConfig(dir, { mcpServers: { gone: { type: "http", url: gone.url } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await own.getTools());
+      expect((await callThroughGraph(graph, "gone_echo", { text: "before" })).content).toBe("before");
+      await gone.close();
+      const message = await callThroughGraph(graph, "gone_echo", { text: "after" });
+      expect(message.status).toBe("error");
+      expect(message.content).toBe("MCP tool 'echo' on server 'gone' failed: fetch failed");
+    } finally {
+      await own.close();
+    }
   });
 
   // flush: false lets the server send the result in the same read as the notifications (see lib/mcp/progress.ts).

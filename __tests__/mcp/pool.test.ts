@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { readFile, writeFile } from "node:fs/promises";
+import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
+import { SessionPool } from "../../lib/mcp/pool";
+import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
@@ -52,4 +55,79 @@ describe("HTTP sessions per header set close when idle", () => {
     expect(http.requests.some(deleted(call.sessionId))).toBe(false);
     await http.waitForRequest(deleted(call.sessionId));
   });
+});
+
+const initialize = (r: { rpcMethods?: string[] }) => r.rpcMethods?.includes("initialize") ?? false;
+
+describe("a closing session leaves the pool only if the pool entry is still that session", () => {
+  test("the late close of a replaced session does not drop its replacement", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const fx = await startHttpFixture({ name: "gated", toolNames: ["echo"], initGate: gate });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: fx.url });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    try {
+      const replaced = pool.acquire("gated", server, opts);
+      await fx.waitForRequest(initialize);
+      // The first session leaves the pool while it is still connecting; it is closed once connected.
+      const closing = pool.closeServer("gated");
+      const replacement = pool.acquire("gated", server, opts);
+      open();
+      const first = await replaced;
+      first.release();
+      const lease = await replacement;
+      lease.release();
+      await closing; // the first session's transport has closed, with the replacement under the same key
+      expect(first.session).not.toBe(lease.session);
+      expect(pool.size()).toBe(1);
+      const again = await pool.acquire("gated", server, opts);
+      expect(again.session).toBe(lease.session);
+      again.release();
+      expect(fx.initializeCount()).toBe(2);
+    } finally {
+      open();
+      await pool.close();
+      await fx.close();
+    }
+  });
+});
+
+describe("retirement on invalidation", () => {
+  test.each(["reset()", "a config edit"])(
+    "%s retires the old pool: its session closes once its running call ends; the new generation opens its own",
+    async (how) => {
+      let release!: (text: string) => void;
+      const blocked = new Promise<string>((resolve) => (release = resolve));
+      const fx = await startHttpFixture({ name: "busy", toolNames: ["echo"], extraTools: [{ name: "block", respond: () => blocked }] });
+      const dir = await makeTempDir("mcp-retire-");
+      const configPath = await writeConfig(dir, { mcpServers: { busy: { type: "http", url: fx.url } } });
+      const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+      try {
+        const running = callThroughGraph(toolNodeGraph(await own.getTools()), "busy_block", {});
+        const call = await fx.waitForRequest((r) => (r.body as { params?: { name?: string } })?.params?.name === "block");
+        const old = call.sessionId;
+
+        if (how === "reset()") await own.reset();
+        else await writeFile(configPath, (await readFile(configPath, "utf8")).replace('"http"', '"http", "description": "edited"'));
+        await callThroughGraph(toolNodeGraph(await own.getTools()), "busy_echo", { text: "new-generation" });
+        const fresh = findToolCall(fx.requests, "new-generation")!.sessionId;
+        expect(fresh).toBeDefined();
+        expect(fresh).not.toBe(old);
+        expect(fx.initializeCount()).toBe(2);
+        // the old session stays open while its call runs
+        expect(fx.activeSessionIds()).toContain(old);
+        expect(fx.requests.some(deleted(old))).toBe(false);
+
+        release("released");
+        expect((await running).content).toBe("released");
+        await fx.waitForRequest(deleted(old));
+        expect(fx.activeSessionIds()).toEqual([fresh]);
+      } finally {
+        release("test over");
+        await own.close();
+        await fx.close();
+      }
+    },
+  );
 });

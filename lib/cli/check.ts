@@ -3,7 +3,7 @@ import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "
 import { probeServers, type ServerProbe } from "../mcp";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
-import { CliConfigError, loadForCli, redactExpandedValues, searchedLocations } from "./config";
+import { CliConfigError, loadForCli, searchedLocations } from "./config";
 import type { CliIo } from "./io";
 import { renderTable } from "./table";
 
@@ -67,7 +67,7 @@ async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress:
   if (enabled === 0) return new Map();
   let done = 0;
   if (progress) io.err(`checking ${enabled} enabled server(s)…`);
-  const probes = await probeServers(loaded.config, {
+  const probes = await probeServers(loaded, {
     logger: new RecordingLogger(),
     onResult: (probe) => {
       done += 1;
@@ -132,7 +132,7 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
     const probe = probes.get(name);
     if (!probe) return entry("unchecked");
     if (probe.ok) return entry("ok", { tools: probe.tools });
-    return entry("failed", { reason: redactExpandedValues(probe.reason ?? "failed", loaded, name, io.env) });
+    return entry("failed", { reason: probe.reason ?? "failed" });
   });
   for (const skipped of loaded.skipped) {
     servers.push({

@@ -5,11 +5,9 @@ import {
   ConfigValidationError,
   configSearchDirs,
   loadExtensionsConfig,
-  resolveEnvReferences,
   type LoadedExtensionsConfig,
 } from "../config";
 import type { Logger } from "../shared/logger";
-import { redactHeaderValues } from "../shared/redact";
 import type { CliIo } from "./io";
 
 /** A config problem the CLI reports as one message (exit 1); anything else is a crash. */
@@ -41,17 +39,4 @@ export function searchedLocations(io: CliIo): string {
   const names = CONFIG_FILE_NAMES.join(" or ");
   const dirs = configSearchDirs(io.cwd).join(" and ");
   return `no config file given, ${CONFIG_PATH_ENV_VAR} is not set, and no ${names} in ${dirs}`;
-}
-
-/**
- * Removes from a failure text every value that `$VAR` expansion put into the server's entry: an SDK error
- * may quote the URL, the command or its arguments.
- */
-export function redactExpandedValues(text: string, loaded: LoadedExtensionsConfig, serverName: string, env: NodeJS.ProcessEnv): string {
-  const servers = loaded.raw.mcpServers;
-  const raw = servers && typeof servers === "object" ? (servers as Record<string, unknown>)[serverName] : undefined;
-  // With an empty environment every reference is "missing": that lists the names the entry uses.
-  const names = resolveEnvReferences(raw, {}).missing;
-  const values = Object.fromEntries(names.flatMap((name) => (env[name] ? [[name, env[name]]] : [])));
-  return redactHeaderValues(text, values);
 }

@@ -2,7 +2,7 @@ import type { LoadedExtensionsConfig } from "../config";
 import { createMcpToolkit, getMcpRouting, getMcpToolRecord } from "../mcp";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
-import { CliConfigError, loadForCli, redactExpandedValues } from "./config";
+import { CliConfigError, loadForCli } from "./config";
 import type { CliIo } from "./io";
 import { renderTable } from "./table";
 
@@ -43,7 +43,7 @@ export async function toolsCommand(args: readonly string[], io: CliIo): Promise<
     });
     const failures: Record<string, string> = {};
     for (const skipped of loaded.skipped) failures[skipped.server] = skipped.reason;
-    for (const [server, reason] of toolkit.discoveryFailures) failures[server] = redactExpandedValues(reason, loaded, server, io.env);
+    for (const [server, reason] of toolkit.discoveryFailures) failures[server] = reason;
     const enabled = Object.values(loaded.config.mcpServers).filter((s) => s.enabled).length + loaded.skipped.length;
     const allFailed = enabled > 0 && Object.keys(failures).length >= enabled;
     // The toolkit logs the failures as warnings too; they are reported once, scrubbed, under `failures`.

@@ -14,28 +14,36 @@ export interface EnvResolution {
   value: unknown;
   /** Distinct unset variable names, in order of appearance. */
   missing: string[];
+  /** The distinct non-empty values substituted: secrets, for redaction (SPEC §4.3). */
+  expanded: string[];
 }
 
 const WHOLE_REFERENCE = /^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$/;
 const BRACED_NAME = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/;
 
-export function resolveEnvReferences(value: unknown, env: NodeJS.ProcessEnv): EnvResolution {
-  const missing = new Set<string>();
-  const resolved = resolveValue(value, env, missing);
-  return { value: resolved, missing: [...missing] };
+interface Seen {
+  missing: Set<string>;
+  expanded: Set<string>;
 }
 
-function resolveValue(value: unknown, env: NodeJS.ProcessEnv, missing: Set<string>): unknown {
-  if (typeof value === "string") return resolveString(value, env, missing);
-  if (Array.isArray(value)) return value.map((item) => resolveValue(item, env, missing));
+export function resolveEnvReferences(value: unknown, env: NodeJS.ProcessEnv): EnvResolution {
+  const seen: Seen = { missing: new Set<string>(), expanded: new Set<string>() };
+  const resolved = resolveValue(value, env, seen);
+  return { value: resolved, missing: [...seen.missing], expanded: [...seen.expanded] };
+}
+
+function resolveValue(value: unknown, env: NodeJS.ProcessEnv, seen: Seen): unknown {
+  if (typeof value === "string") return resolveString(value, env, seen);
+  if (Array.isArray(value)) return value.map((item) => resolveValue(item, env, seen));
   if (isPlainObject(value)) {
     // fromEntries defines own properties, so a JSON key "__proto__" stays a plain key.
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveValue(item, env, missing)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, resolveValue(item, env, seen)]));
   }
   return value;
 }
 
-function resolveString(text: string, env: NodeJS.ProcessEnv, missing: Set<string>): string {
+function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string {
+  const { missing, expanded } = seen;
   if (!text.includes("$")) return text;
 
   const whole = WHOLE_REFERENCE.exec(text);
@@ -46,6 +54,7 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, missing: Set<string
       missing.add(name);
       return text;
     }
+    if (found !== "") expanded.add(found);
     return found;
   }
 
@@ -73,6 +82,7 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, missing: Set<string
           missing.add(name);
           out += `$${braced[0]}`;
         } else {
+          if (found !== "") expanded.add(found);
           out += found;
         }
         i = dollar + 1 + braced[0].length;

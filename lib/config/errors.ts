@@ -40,14 +40,31 @@ export class ConfigJsonSyntaxError extends ConfigValidationError {
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
+/** How much of a key from the user's file an error shows. */
+export const MAX_SHOWN_KEY_CHARS = 64;
+
+/**
+ * A key from the user's file as an error shows it: JSON-quoted, every character outside printable ASCII
+ * escaped (`\n`, `\u202e`, …) so it cannot break or forge a log line, and cut to `MAX_SHOWN_KEY_CHARS`
+ * characters (a cut key ends with `…` inside the quotes).
+ */
+export function shownKey(key: string): string {
+  const cut = key.length > MAX_SHOWN_KEY_CHARS;
+  const quoted = JSON.stringify(cut ? key.slice(0, MAX_SHOWN_KEY_CHARS) : key).replace(
+    /[^\x20-\x7e]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+  return cut ? `${quoted.slice(0, -1)}…"` : quoted;
+}
+
 export function formatIssuePath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return ROOT;
   let out = "";
   for (const key of path) {
     if (typeof key === "number") out += `[${key}]`;
-    else if (typeof key === "symbol") out += `[${key.toString()}]`;
-    else if (IDENTIFIER.test(key)) out += out === "" ? key : `.${key}`;
-    else out += `[${JSON.stringify(key)}]`;
+    else if (typeof key === "symbol") out += `[${shownKey(key.description ?? "")}]`;
+    else if (IDENTIFIER.test(key) && key.length <= MAX_SHOWN_KEY_CHARS) out += out === "" ? key : `.${key}`;
+    else out += `[${shownKey(key)}]`;
   }
   return out;
 }

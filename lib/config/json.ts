@@ -1,4 +1,7 @@
-import { ConfigJsonSyntaxError } from "./errors";
+import { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath } from "./errors";
+
+/** Deeper documents are refused: the env resolution, the schema and our walkers recurse. */
+export const MAX_CONFIG_DEPTH = 64;
 
 /**
  * `JSON.parse` with an error that names the position but not the content: V8's own messages quote
@@ -7,13 +10,49 @@ import { ConfigJsonSyntaxError } from "./errors";
  */
 export function parseJsonDocument(text: string, file: string): unknown {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  let value: unknown;
   try {
-    return JSON.parse(body);
+    value = JSON.parse(body);
   } catch (err) {
     const found = locateSyntaxError(body) ?? fromEngineMessage(err);
     const position = found?.position ?? null;
     const { line, column } = position === null ? { line: null, column: null } : lineAndColumn(body, position);
     throw new ConfigJsonSyntaxError(file, found?.reason ?? "syntax error", position, line, column);
+  }
+  assertNestingDepth(value, file);
+  return value;
+}
+
+interface Level {
+  value: unknown;
+  depth: number;
+  parent: Level | null;
+  key: string | number | null;
+}
+
+/**
+ * Refuses a document nested deeper than `MAX_CONFIG_DEPTH` arrays/objects (the document itself is level 1),
+ * naming the JSON path of the first container past the limit. Iterative, so it cannot overflow itself.
+ */
+function assertNestingDepth(root: unknown, file: string): void {
+  const pending: Level[] = [{ value: root, depth: 1, parent: null, key: null }];
+  while (pending.length > 0) {
+    const level = pending.pop()!;
+    const { value, depth } = level;
+    if (typeof value !== "object" || value === null) continue;
+    if (depth > MAX_CONFIG_DEPTH) {
+      const path: (string | number)[] = [];
+      for (let at: Level | null = level; at !== null && at.key !== null; at = at.parent) path.push(at.key);
+      throw new ConfigValidationError(file, [
+        { path: formatIssuePath(path.reverse()), message: `nested deeper than ${MAX_CONFIG_DEPTH} levels` },
+      ]);
+    }
+    const entries: [string | number, unknown][] = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : Object.entries(value);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      pending.push({ value: entries[i][1], depth: depth + 1, parent: level, key: entries[i][0] });
+    }
   }
 }
 

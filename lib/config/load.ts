@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
-import { ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
+import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
 import { parseJsonDocument } from "./json";
 import { resolveExtensionsConfigPath } from "./path";
 import {
@@ -45,6 +45,11 @@ export interface LoadedExtensionsConfig {
   raw: Record<string, unknown>;
   skipped: SkippedServer[];
   warnings: string[];
+  /**
+   * Per started server, the values that came from `$VAR` expansion anywhere in its config (url, env, args,
+   * headers, …): secrets, whatever field they landed in (SPEC §4.3).
+   */
+  envSecrets: Readonly<Record<string, readonly string[]>>;
 }
 
 /**
@@ -57,7 +62,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const logger = opts.logger ?? consoleLogger;
   const path = resolveExtensionsConfigPath({ configPath: opts.configPath, env, cwd: opts.cwd });
   if (path === null) {
-    return { path: null, signature: null, config: ExtensionsConfigSchema.parse({}), raw: {}, skipped: [], warnings: [] };
+    return { path: null, signature: null, config: ExtensionsConfigSchema.parse({}), raw: {}, skipped: [], warnings: [], envSecrets: {} };
   }
 
   let file;
@@ -73,7 +78,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   }
 
-  const { servers, skipped } = prepareServers(parsed.mcpServers, env);
+  const { servers, skipped, envSecrets } = prepareServers(parsed.mcpServers, env);
   const input = servers === undefined ? parsed : { ...parsed, mcpServers: servers };
   const warnings = priorityWarnings(servers);
 
@@ -90,7 +95,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
 
   for (const entry of skipped) logger.warn(entry.reason);
   for (const warning of warnings) logger.warn(warning);
-  return { path, signature: file.signature, config, raw: parsed, skipped, warnings };
+  return { path, signature: file.signature, config, raw: parsed, skipped, warnings, envSecrets };
 }
 
 /**
@@ -100,9 +105,10 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
 function prepareServers(
   rawServers: unknown,
   env: NodeJS.ProcessEnv,
-): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[] } {
+): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[]; envSecrets: Record<string, string[]> } {
   const skipped: SkippedServer[] = [];
-  if (!isRecord(rawServers)) return { servers: undefined, skipped };
+  const envSecrets: Record<string, string[]> = {};
+  if (!isRecord(rawServers)) return { servers: undefined, skipped, envSecrets };
 
   const kept: [string, unknown][] = [];
   for (const [name, server] of Object.entries(rawServers)) {
@@ -110,7 +116,7 @@ function prepareServers(
       kept.push([name, server]);
       continue;
     }
-    const { value, missing } = resolveEnvReferences(server, env);
+    const { value, missing, expanded } = resolveEnvReferences(server, env);
     if (missing.length > 0) {
       skipped.push({
         server: name,
@@ -127,8 +133,9 @@ function prepareServers(
       continue;
     }
     kept.push([name, resolved]);
+    if (expanded.length > 0) Object.defineProperty(envSecrets, name, { value: expanded, enumerable: true });
   }
-  return { servers: Object.fromEntries(kept), skipped };
+  return { servers: Object.fromEntries(kept), skipped, envSecrets };
 }
 
 /** The transport a raw server object resolves to; `null` when its transport fields are malformed (the schema reports those). */
@@ -206,17 +213,37 @@ function priorityWarnings(servers: Record<string, unknown> | undefined): string[
   return warnings;
 }
 
-/** zod 4 messages name types and options, not received values; nested reasons are lifted into the line. */
-function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
-  let message = issue.message;
-  if (issue.code === "invalid_key" || issue.code === "invalid_element") {
-    const inner = issue.issues.map((sub) => sub.message).join("; ");
-    if (inner) message = `${message}: ${inner}`;
-  } else if (issue.code === "invalid_union") {
-    const branches = issue.errors.map((branch) => branch.map((sub) => sub.message).join("; ")).filter(Boolean);
-    if (branches.length > 0) message = `${message} (${branches.join(" | ")})`;
+/** How many unrecognized keys one issue lists; the rest are counted. */
+export const MAX_LISTED_KEYS = 5;
+
+/**
+ * zod 4 messages name types and options, not received values, except the keys of an `unrecognized_keys`
+ * issue, which come from the user's file: those are shown bounded and escaped. Nested reasons are lifted
+ * into the line.
+ */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "unrecognized_keys": {
+      const listed = issue.keys.slice(0, MAX_LISTED_KEYS).map(shownKey).join(", ");
+      const more = issue.keys.length > MAX_LISTED_KEYS ? ` and ${issue.keys.length - MAX_LISTED_KEYS} more` : "";
+      return `Unrecognized key${issue.keys.length === 1 ? "" : "s"}: ${listed}${more}`;
+    }
+    case "invalid_key":
+    case "invalid_element": {
+      const inner = issue.issues.map(issueMessage).join("; ");
+      return inner ? `${issue.message}: ${inner}` : issue.message;
+    }
+    case "invalid_union": {
+      const branches = issue.errors.map((branch) => branch.map(issueMessage).join("; ")).filter(Boolean);
+      return branches.length > 0 ? `${issue.message} (${branches.join(" | ")})` : issue.message;
+    }
+    default:
+      return issue.message;
   }
-  return { path: formatIssuePath(issue.path), message };
+}
+
+function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
+  return { path: formatIssuePath(issue.path), message: issueMessage(issue) };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

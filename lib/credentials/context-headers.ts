@@ -1,6 +1,7 @@
 import type { McpHeadersFromContextConfig } from "../config";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
+import { ownText } from "../shared/errors";
 import { runSecrets } from "./identity";
 
 /**
@@ -25,9 +26,9 @@ export function contextHeadersInterceptor(serverName: string, config: McpHeaders
     }
     if (missing.length > 0 && config.on_missing === "deny") {
       const keys = missing.map((key) => `'${key}'`).join(", ");
-      throw new CredentialError(
+      throw ownText(new CredentialError(
         `MCP server '${serverName}' needs the run's context.secrets ${keys} (headers_from_context), which the run does not provide (missing or empty)`,
-      );
+      ));
     }
     if (Object.keys(found).length === 0) return next(request);
     return next(request.override({ headers: mergeHeaders(request.headers, found) }));

@@ -8,12 +8,11 @@ export {
   type HeaderLayer,
   type HeaderMap,
 } from "../shared/headers";
-export { redactHeaderValues, REDACTED } from "../shared/redact";
 export { runSecrets, runUserId } from "./identity";
 export { OAuthTokenManager, OAUTH_HEADER, DEFAULT_TOKEN_REQUEST_TIMEOUT_MS, type OAuthTokenManagerOptions } from "./oauth";
 export { userAuthInterceptor } from "./user-auth";
 export { contextHeadersInterceptor } from "./context-headers";
-export { credentialLayers, ServerHeaders, type CredentialLayers } from "./layers";
+export { credentialLayers, ServerHeaders, StdioLayerWarnings, type CredentialLayers } from "./layers";
 export {
   buildCustomInterceptor,
   interceptorSpecs,

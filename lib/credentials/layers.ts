@@ -45,14 +45,34 @@ export class ServerHeaders {
 }
 
 /**
+ * The stdio "credential layers are ignored" warnings already given, per server: a toolkit keeps one, so a
+ * config reload does not repeat a warning; it is given again only when that server's set of declared layers changes.
+ */
+export class StdioLayerWarnings {
+  private readonly given = new Map<string, string>();
+
+  warn(serverName: string, declared: readonly string[], logger: Logger): void {
+    const key = declared.join(",");
+    if ((this.given.get(serverName) ?? "") === key) return;
+    this.given.set(serverName, key);
+    const one = declared.length === 1;
+    logger.warn(
+      `MCP server '${serverName}' uses stdio; ${declared.join(", ")} ${one ? "applies" : "apply"} only to http/sse ` +
+        `servers and ${one ? "is" : "are"} ignored (stdio sessions are per user/thread already)`,
+    );
+  }
+}
+
+/**
  * The layers of SPEC §4.2 above the static headers, for one server. They apply to HTTP/SSE only: on stdio
- * they are ignored with one warning, since stdio sessions are per user/thread already.
+ * they are ignored with one warning (per `warnings`, i.e. per toolkit), since stdio sessions are per user/thread already.
  */
 export function credentialLayers(
   serverName: string,
   server: McpServerConfig,
   headers: ServerHeaders,
   logger: Logger,
+  warnings: StdioLayerWarnings = new StdioLayerWarnings(),
 ): CredentialLayers {
   if (server.type === "stdio") {
     const declared = [
@@ -60,13 +80,7 @@ export function credentialLayers(
       server.user_auth ? "user_auth" : null,
       server.headers_from_context ? "headers_from_context" : null,
     ].filter((key) => key !== null);
-    if (declared.length > 0) {
-      const one = declared.length === 1;
-      logger.warn(
-        `MCP server '${serverName}' uses stdio; ${declared.join(", ")} ${one ? "applies" : "apply"} only to http/sse ` +
-          `servers and ${one ? "is" : "are"} ignored (stdio sessions are per user/thread already)`,
-      );
-    }
+    warnings.warn(serverName, declared, logger);
     return { requestScoped: [], serverLevel: [] };
   }
   const serverLevel: McpToolInterceptor[] = [];

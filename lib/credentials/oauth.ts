@@ -1,6 +1,7 @@
 import type { McpOAuthConfig } from "../config";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { CredentialError, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
+import { ownText } from "../shared/errors";
 
 export const OAUTH_HEADER = "Authorization";
 export const DEFAULT_TOKEN_REQUEST_TIMEOUT_MS = 15_000;
@@ -97,20 +98,20 @@ export class OAuthTokenManager {
     try {
       payload = JSON.parse(text);
     } catch {
-      throw new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with a body that is not JSON`);
+      throw ownText(new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with a body that is not JSON`));
     }
     if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-      throw new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with JSON that is not an object`);
+      throw ownText(new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with JSON that is not an object`));
     }
     const fields = payload as Record<string, unknown>;
     const accessToken = fields[config.token_field];
     if (typeof accessToken !== "string" || accessToken === "") {
-      throw new CredentialError(`OAuth token response of MCP server '${serverName}' is missing '${config.token_field}'`);
+      throw ownText(new CredentialError(`OAuth token response of MCP server '${serverName}' is missing '${config.token_field}'`));
     }
     const tokenType = fields[config.token_type_field];
     const header = `${typeof tokenType === "string" && tokenType !== "" ? tokenType : config.default_token_type} ${accessToken}`;
     const problem = headerValueProblem(header);
-    if (problem !== null) throw new CredentialError(invalidHeaderMessage(serverName, OAUTH_HEADER, "oauth", problem));
+    if (problem !== null) throw ownText(new CredentialError(invalidHeaderMessage(serverName, OAUTH_HEADER, "oauth", problem)));
 
     const rotated = fields.refresh_token;
     if (config.grant_type === "refresh_token" && typeof rotated === "string" && rotated !== "") state.refreshToken = rotated;
@@ -134,16 +135,16 @@ export class OAuthTokenManager {
         return { response: res, text: await res.text() };
       }, this.timeoutMs));
     } catch (err) {
-      if (err instanceof DeadlineExceededError) throw new CredentialError(`${where} ${err.message}`);
-      throw new CredentialError(`${where} failed: ${networkReason(err)}`);
+      if (err instanceof DeadlineExceededError) throw ownText(new CredentialError(`${where} ${err.message}`));
+      throw ownText(new CredentialError(`${where} failed: ${networkReason(err)}`));
     }
     if (!response.ok) {
       const code = oauthErrorCode(text);
-      throw new CredentialError(
+      throw ownText(new CredentialError(
         `${where} failed: the token endpoint answered HTTP ${response.status}${code ? ` (error '${code}')` : ""}`,
-      );
+      ));
     }
-    if (text.length > MAX_TOKEN_RESPONSE_CHARS) throw new CredentialError(`${where} failed: the token response is too large`);
+    if (text.length > MAX_TOKEN_RESPONSE_CHARS) throw ownText(new CredentialError(`${where} failed: the token response is too large`));
     return text;
   }
 }
@@ -154,12 +155,12 @@ function tokenRequestBody(serverName: string, config: McpOAuthConfig, refreshTok
   body.set("grant_type", config.grant_type);
   if (config.grant_type === "client_credentials") {
     if (!config.client_id || !config.client_secret) {
-      throw new CredentialError(`OAuth client_credentials for MCP server '${serverName}' requires client_id and client_secret`);
+      throw ownText(new CredentialError(`OAuth client_credentials for MCP server '${serverName}' requires client_id and client_secret`));
     }
     body.set("client_id", config.client_id);
     body.set("client_secret", config.client_secret);
   } else {
-    if (!refreshToken) throw new CredentialError(`OAuth refresh_token grant for MCP server '${serverName}' requires refresh_token`);
+    if (!refreshToken) throw ownText(new CredentialError(`OAuth refresh_token grant for MCP server '${serverName}' requires refresh_token`));
     body.set("refresh_token", refreshToken);
     if (config.client_id) body.set("client_id", config.client_id);
     if (config.client_secret) body.set("client_secret", config.client_secret);

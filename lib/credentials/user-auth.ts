@@ -1,6 +1,7 @@
 import type { McpUserAuthConfig } from "../config";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
+import { ownText } from "../shared/errors";
 import { runUserId } from "./identity";
 
 const USER_ID_SHOWN_CHARS = 64;
@@ -22,11 +23,11 @@ export function userAuthInterceptor(serverName: string, config: McpUserAuthConfi
     const value = userId !== undefined && Object.hasOwn(config.users, userId) ? config.users[userId] : undefined;
     if (value === undefined || value === "") {
       if (config.on_missing === "passthrough") return next(request);
-      throw new CredentialError(
+      throw ownText(new CredentialError(
         userId === undefined
           ? `MCP server '${serverName}' needs a per-user credential (user_auth, header '${config.header}'), but the run has no user id (context.user_id)`
           : `MCP server '${serverName}' has no user_auth credential for user '${shownUserId(userId)}' (header '${config.header}')`,
-      );
+      ));
     }
     assertSendableHeader(serverName, config.header, value, "user_auth");
     return next(request.override({ headers: mergeHeaders(request.headers, { [config.header]: value }) }));

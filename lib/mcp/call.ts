@@ -5,9 +5,11 @@ import { isCommand, isGraphBubbleUp } from "@langchain/langgraph";
 import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config";
 import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
-import { redactHeaderValues } from "../shared/redact";
+import type { Redactor } from "../shared/redact";
+import { CallSecrets, scrubOutcome } from "./call-secrets";
 import { initTimeoutMs } from "./discovery";
-import { McpToolCallError } from "../shared/errors";
+import { withDeadline } from "../shared/deadline";
+import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { SessionPool } from "./pool";
@@ -35,14 +37,11 @@ export interface CallPathOptions {
   interceptors: readonly McpToolInterceptor[];
   /** Headers the call starts from (static headers for HTTP/SSE). */
   headers: HeaderMap;
+  /** The server's own secrets (static header values, `$VAR` values, OAuth client secrets), for redaction. */
+  secrets: readonly string[];
 }
 
 const CALL_ERROR_MAX_CHARS = 1000;
-
-/** What the transport was handed, so error texts can be scrubbed of it. */
-interface SentHeaders {
-  headers?: HeaderMap;
-}
 
 const sendable = new WeakMap<HeaderMap, HeaderMap>();
 
@@ -65,11 +64,18 @@ function sendableHeaders(serverName: string, headers: HeaderMap): HeaderMap {
  * headers, so each header set travels on every request of its own session; stdio calls carry headers an
  * interceptor set as `_meta.headers`.
  */
-function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRuntime | undefined, signal: AbortSignal | undefined, sent: SentHeaders) {
-  return async (request: McpToolCallRequest): Promise<CallToolResult> => {
+function sendToServer(
+  target: CallTarget,
+  record: McpToolRecord,
+  runtime: ToolRuntime | undefined,
+  runSignal: AbortSignal | undefined,
+  secrets: CallSecrets,
+) {
+  const send = async (request: McpToolCallRequest, signal: AbortSignal | undefined): Promise<CallToolResult> => {
     const { server, pool } = target;
+    secrets.noteHeaders(request.headers);
     const headers = sendableHeaders(request.serverName, request.headers);
-    sent.headers = headers;
+    secrets.noteHeaders(headers);
     const stdio = server.type === "stdio";
     const lease = await pool.acquire(request.serverName, server, {
       headers: stdio ? EMPTY_HEADERS : headers,
@@ -79,6 +85,8 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
     try {
       const writer = runtime?.writer ?? undefined;
       const toolCallId = toolCallIdOf(runtime);
+      const redactor = secrets.redactor();
+      if (stdio) lease.session.rememberSecrets(secrets.values());
       const progress = writer
         ? lease.session.progress.register((p: Progress) =>
             writer({
@@ -88,7 +96,7 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
               tool: record.rawName,
               progress: p.progress,
               total: p.total,
-              message: p.message,
+              message: p.message === undefined ? undefined : redactor.text(p.message),
             } satisfies McpProgressEvent),
           )
         : undefined;
@@ -110,24 +118,28 @@ function sendToServer(target: CallTarget, record: McpToolRecord, runtime: ToolRu
       lease.release();
     }
   };
+  // The run's signal is shared by every call of a step; the pool and the SDK get one of this call's own.
+  return (request: McpToolCallRequest): Promise<CallToolResult> =>
+    runSignal ? withDeadline((signal) => send(request, signal), null, runSignal) : send(request, undefined);
 }
 
 /**
- * The text of a failed call: ours as it is (it never holds a value); anything else (an SDK error, which can
- * quote a server's response body) is scrubbed of the headers sent, bounded and prefixed.
+ * The text of a failed call. Ours (names and keys only) as it is; anything else scrubbed of the call's secrets:
+ * a tool error as it is, any other error (an SDK error quoting a server's response body, an interceptor's
+ * error quoting the request) bounded and prefixed.
  */
-function failureText(err: unknown, record: McpToolRecord, base: HeaderMap, sent: SentHeaders): string {
-  if (err instanceof McpToolCallError) return err.message;
-  const reason = redactHeaderValues((err as Error)?.message ?? String(err), base, sent.headers);
+function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): string {
+  if (isOwnText(err)) return (err as Error).message;
+  if (err instanceof McpToolCallError) return redactor.text(err.message);
+  const reason = redactor.text((err as Error)?.message ?? String(err));
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 
-/** Turns what the chain produced into what the tool returns: a ToolMessage in a tool node, else content. */
-function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined, scrub: (text: string) => string): unknown {
+/** Turns what the chain produced (already scrubbed) into what the tool returns: a ToolMessage in a tool node, else content. */
+function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined): unknown {
   if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
   const converted = convertCallToolResult(outcome);
-  // A server's error text may echo what it was sent (a rejected token, say).
-  const content = converted.isError && typeof converted.content === "string" ? scrub(converted.content) : converted.content;
+  const content = converted.content;
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
     return content;
@@ -165,20 +177,20 @@ export async function runToolCall(
 ): Promise<unknown> {
   const runtime = resolveToolRuntime(config);
   const toolCallId = toolCallIdOf(runtime);
-  const sent: SentHeaders = {};
   try {
-    const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, sent);
-    return toToolOutput(outcome, visibleName, toolCallId, (text) => redactHeaderValues(text, opts.headers, sent.headers));
+    const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts);
+    return toToolOutput(outcome, visibleName, toolCallId);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
-    return errorOutput(failureText(err, record, opts.headers, sent), visibleName, toolCallId);
+    const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
+    return errorOutput(message, visibleName, toolCallId);
   }
 }
 
 /**
- * One call through the interceptor chain, also used outside a tool node (durable tasks): the raw outcome.
- * Failures throw an `McpToolCallError` with the vetted, scrubbed text a tool shows; interrupts and aborts
- * propagate. `sent` receives the headers the transport was handed.
+ * One call through the interceptor chain, also used outside a tool node (durable tasks). Returns the chain's
+ * outcome scrubbed of every secret known for the call; failures throw an `McpToolCallError` with the vetted,
+ * scrubbed text a tool shows; interrupts and aborts propagate.
  */
 export async function runDirectCall(
   target: CallTarget,
@@ -187,8 +199,8 @@ export async function runDirectCall(
   runtime: ToolRuntime | undefined,
   signal: AbortSignal | undefined,
   opts: CallPathOptions,
-  sent: SentHeaders = {},
 ): Promise<McpCallOutcome> {
+  const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
     serverName: record.server,
     toolName: record.rawName,
@@ -197,9 +209,13 @@ export async function runDirectCall(
     runtime,
   });
   try {
-    return await composeInterceptors(opts.interceptors, sendToServer(target, record, runtime, signal, sent))(request);
+    const chain = composeInterceptors(
+      opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
+      sendToServer(target, record, runtime, signal, secrets),
+    );
+    return scrubOutcome(await chain(request), secrets.redactor());
   } catch (err) {
     if (isGraphBubbleUp(err) || signal?.aborted) throw err;
-    throw new McpToolCallError(failureText(err, record, opts.headers, sent));
+    throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));
   }
 }

@@ -4,7 +4,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
 import type { HeaderMap } from "../shared/headers";
-import { redactHeaderValues } from "../shared/redact";
+import { headerSecrets, Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import type { SessionPool } from "./pool";
@@ -22,7 +22,7 @@ export interface ServerDiscovery {
   tools: DiscoveredTool[];
   /** Set when the server contributed nothing because it failed or timed out: the logged warning. */
   failure?: string;
-  /** The same without the "Skipping MCP server" frame: "timed out after 2.0s", "connect ECONNREFUSED …". */
+  /** The same without the "Skipping MCP server" frame: "timed out after 2.0s", "fetch failed (…)". */
   reason?: string;
 }
 
@@ -65,22 +65,24 @@ export interface DiscoveryTarget {
   serverName: string;
   server: McpServerConfig;
   headers: DiscoveryHeaders;
+  /** The server's own secrets; with the headers sent, scrubbed from tool definitions and failure texts. */
+  secrets: readonly string[];
 }
 
 /**
  * Connects (through the pool, so the session is kept for calls) and lists one server's tools. The whole of
- * it, token request included, runs under the server's `session_init_timeout`.
+ * it, token request included, runs under the server's `session_init_timeout`. Definitions are scrubbed of
+ * the server's secrets: a description or schema that echoes a credential would reach every model request.
  */
 export async function discoverServer(
-  serverName: string,
-  server: McpServerConfig,
+  target: DiscoveryTarget,
   pool: SessionPool,
-  resolveHeaders: DiscoveryHeaders,
   sent: { headers?: HeaderMap } = {},
 ): Promise<DiscoveredTool[]> {
+  const { serverName, server } = target;
   const timeoutMs = initTimeoutMs(server);
-  const definitions = await withDeadline(async (signal) => {
-    const headers = await resolveHeaders(signal);
+  const listed = await withDeadline(async (signal) => {
+    const headers = await target.headers(signal);
     sent.headers = headers;
     const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
     try {
@@ -89,11 +91,16 @@ export async function discoverServer(
       lease.release();
     }
   }, timeoutMs);
+  const definitions = secretsOf(target, sent.headers).deep(listed);
   const schemas = await simplifySchemas(serverName, definitions);
   return definitions.map((definition) => ({
     definition,
     inputSchema: schemas.get(definition.name) ?? (definition.inputSchema as JSONSchema),
   }));
+}
+
+function secretsOf(target: DiscoveryTarget, sent: HeaderMap | undefined): Redactor {
+  return Redactor.of(sent ? [...target.secrets, ...headerSecrets(sent)] : target.secrets);
 }
 
 /**
@@ -107,8 +114,8 @@ export async function discoverAll(
   onDone?: (discovery: ServerDiscovery) => void,
 ): Promise<ServerDiscovery[]> {
   return Promise.all(
-    servers.map(async ({ serverName, server, headers }): Promise<ServerDiscovery> => {
-      const discovery = await discoverOne(serverName, server, pool, headers, logger);
+    servers.map(async (target): Promise<ServerDiscovery> => {
+      const discovery = await discoverOne(target, pool, logger);
       onDone?.(discovery);
       return discovery;
     }),
@@ -124,16 +131,11 @@ function errorText(err: unknown): string {
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
-async function discoverOne(
-  serverName: string,
-  server: McpServerConfig,
-  pool: SessionPool,
-  headers: DiscoveryHeaders,
-  logger: Logger,
-): Promise<ServerDiscovery> {
+async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: Logger): Promise<ServerDiscovery> {
+  const { serverName, server } = target;
   const sent: { headers?: HeaderMap } = {};
   try {
-    const tools = await discoverServer(serverName, server, pool, headers, sent);
+    const tools = await discoverServer(target, pool, sent);
     return { serverName, server, tools };
   } catch (err) {
     let reason: string;
@@ -142,8 +144,8 @@ async function discoverOne(
       reason = `timed out after ${(err.timeoutMs / 1000).toFixed(1)}s`;
       failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`;
     } else {
-      // An HTTP error text can carry the server's response body, which may echo what was sent.
-      reason = boundText(redactHeaderValues(errorText(err), sent.headers), FAILURE_REASON_MAX_CHARS);
+      // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
+      reason = boundText(secretsOf(target, sent.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
       failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
     }
     logger.warn(failure);

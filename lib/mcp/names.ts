@@ -23,53 +23,123 @@ export function invalidNameReason(name: string): string | null {
   return null;
 }
 
+interface Claim<T extends NameCandidate> {
+  candidate: T;
+  /** The tool's configured name: `<server>_<tool>`, or the raw name with `tool_name_prefix: false`. */
+  configured: string;
+  visibleName?: string;
+  dropped?: boolean;
+}
+
+function toolOf(claim: Claim<NameCandidate>): string {
+  return `'${claim.candidate.rawName}' of server '${claim.candidate.server}'`;
+}
+
+/** "tool 'x' of server 's'", or "the server's own tool 'x'" when `other` comes from the same server as `claim`. */
+function otherTool(claim: Claim<NameCandidate>, other: Claim<NameCandidate>): string {
+  return other.candidate.server === claim.candidate.server
+    ? `the server's own tool '${other.candidate.rawName}'`
+    : `tool ${toolOf(other)}`;
+}
+
 /**
- * Assigns visible names in config order. A name that fails validation is dropped. When two servers
- * produce the same visible name, an unprefixed one falls back to its `<server>_<tool>` form so both can
- * be told apart; if that is impossible the later tool is dropped. Every drop and rename is reported.
+ * Assigns visible names (SPEC §3.2). "Config order" is the order of the servers in the file, then the order in
+ * which a server lists its tools; `candidates` come in that order and the result keeps it. The rules:
+ *
+ * 1. A tool with an empty raw name is dropped. A raw name a server lists more than once keeps its first entry.
+ * 2. Every tool claims its configured name (`<server>_<tool>`, or the raw name with `tool_name_prefix: false`);
+ *    a configured name that fails `^[A-Za-z0-9_-]+$` or is longer than 64 characters drops its tool.
+ * 3. A configured name claimed by one tool is that tool's. When several tools claim it, each unprefixed claimant
+ *    falls back to `<server>_<tool>`; a prefixed claimant cannot fall back, so the first prefixed claimant in
+ *    config order keeps the name and the other prefixed claimants are dropped.
+ * 4. Configured names take precedence over fallbacks: a fallback that is some tool's configured name is dropped
+ *    (even when its own server has that tool), as is an invalid fallback; two equal fallbacks resolve in config order.
+ *
+ * Every drop and every rename is reported by exactly one warning, which names each server involved once.
  */
 export function assignVisibleNames<T extends NameCandidate>(
   candidates: readonly T[],
   warn: (message: string) => void,
 ): NamedTool<T>[] {
-  const initial = candidates.map((candidate) => ({
-    candidate,
-    name: visibleToolName(candidate.server, candidate.rawName, candidate.prefixed),
-  }));
-  const countByName = new Map<string, Set<string>>();
-  for (const { candidate, name } of initial) {
-    const servers = countByName.get(name) ?? new Set<string>();
-    servers.add(candidate.server);
-    countByName.set(name, servers);
+  const claims: Claim<T>[] = [];
+  const listed = new Set<string>();
+  for (const candidate of candidates) {
+    if (candidate.rawName === "") {
+      warn(`Dropping a tool of MCP server '${candidate.server}': its name is empty`);
+      continue;
+    }
+    const key = `${candidate.server}\u0000${candidate.rawName}`;
+    if (listed.has(key)) {
+      warn(`MCP server '${candidate.server}' lists tool '${candidate.rawName}' more than once; keeping the first`);
+      continue;
+    }
+    listed.add(key);
+    const configured = visibleToolName(candidate.server, candidate.rawName, candidate.prefixed);
+    const invalid = invalidNameReason(configured);
+    if (invalid) {
+      warn(`Dropping MCP tool ${toolOf({ candidate, configured })}: invalid name '${configured}' (${invalid})`);
+      continue;
+    }
+    claims.push({ candidate, configured });
   }
 
-  const taken = new Map<string, string>();
-  const result: NamedTool<T>[] = [];
-  for (const { candidate, name: first } of initial) {
-    let name = first;
-    const sharedAcrossServers = (countByName.get(first)?.size ?? 0) > 1;
-    if (sharedAcrossServers && !candidate.prefixed) {
-      const fallback = visibleToolName(candidate.server, candidate.rawName, true);
-      warn(
-        `MCP tool name '${first}' is exposed by several servers (${[...countByName.get(first)!].join(", ")}); ` +
-          `exposing server '${candidate.server}'s tool as '${fallback}'`,
-      );
-      name = fallback;
-    }
-    const invalid = invalidNameReason(name);
-    if (invalid) {
-      warn(`Dropping MCP tool '${candidate.rawName}' of server '${candidate.server}': invalid name '${name}' (${invalid})`);
-      continue;
-    }
-    const owner = taken.get(name);
-    if (owner !== undefined) {
-      warn(
-        `Dropping MCP tool '${candidate.rawName}' of server '${candidate.server}': its name '${name}' collides with a tool of server '${owner}'`,
-      );
-      continue;
-    }
-    taken.set(name, candidate.server);
-    result.push({ candidate, visibleName: name });
+  const claimants = new Map<string, Claim<T>[]>();
+  for (const claim of claims) {
+    const list = claimants.get(claim.configured);
+    if (list) list.push(claim);
+    else claimants.set(claim.configured, [claim]);
   }
-  return result;
+
+  // Rule 3: configured names. The holder of each name is the claimant that keeps it, else its first claimant.
+  const holder = new Map<string, Claim<T>>();
+  const fallingBack = new Set<Claim<T>>();
+  for (const [name, list] of claimants) {
+    if (list.length === 1) {
+      list[0].visibleName = name;
+      holder.set(name, list[0]);
+      continue;
+    }
+    let keeper: Claim<T> | undefined;
+    for (const claim of list) {
+      if (!claim.candidate.prefixed) {
+        fallingBack.add(claim);
+      } else if (keeper === undefined) {
+        keeper = claim;
+        claim.visibleName = name;
+      } else {
+        claim.dropped = true;
+        warn(`Dropping MCP tool ${toolOf(claim)}: its name '${name}' collides with ${otherTool(claim, keeper)}`);
+      }
+    }
+    holder.set(name, keeper ?? list[0]);
+  }
+
+  // Rule 4: fallbacks, in config order, after every configured name is settled.
+  const fallbackOwner = new Map<string, Claim<T>>();
+  for (const claim of claims.filter((c) => fallingBack.has(c))) {
+    const { server, rawName } = claim.candidate;
+    const name = claim.configured;
+    const sharers = [...new Set(claimants.get(name)!.map((c) => c.candidate.server))].join(", ");
+    const fallback = visibleToolName(server, rawName, true);
+    const shared = `MCP tool name '${name}' is exposed by several servers (${sharers})`;
+    const invalid = invalidNameReason(fallback);
+    const configuredBy = holder.get(fallback);
+    const earlier = fallbackOwner.get(fallback);
+    let problem: string | null = null;
+    if (invalid) problem = `its fallback name '${fallback}' is invalid (${invalid})`;
+    else if (configuredBy) problem = `its fallback name '${fallback}' is the configured name of ${otherTool(claim, configuredBy)}`;
+    else if (earlier) problem = `its fallback name '${fallback}' is already the fallback name of ${otherTool(claim, earlier)}`;
+    if (problem !== null) {
+      claim.dropped = true;
+      warn(`${shared}; dropping server '${server}'s tool '${rawName}': ${problem}`);
+      continue;
+    }
+    fallbackOwner.set(fallback, claim);
+    claim.visibleName = fallback;
+    warn(`${shared}; exposing server '${server}'s tool as '${fallback}'`);
+  }
+
+  return claims
+    .filter((claim) => !claim.dropped && claim.visibleName !== undefined)
+    .map((claim) => ({ candidate: claim.candidate, visibleName: claim.visibleName! }));
 }

@@ -3,6 +3,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
+import { headerSecrets, Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { ProgressRouter } from "./progress";
@@ -12,6 +13,11 @@ export interface McpSession {
   readonly key: string;
   readonly client: Client;
   readonly progress: ProgressRouter;
+  /**
+   * Adds a call's secrets to those scrubbed from the session's later log lines (a stdio child may print what a
+   * call sent it at any time). The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
+   */
+  rememberSecrets(values: readonly string[]): void;
 }
 
 export interface SessionLease {
@@ -32,6 +38,8 @@ interface Entry {
   readonly serverName: string;
   /** HTTP/SSE sessions close after being idle; stdio sessions are long-lived. */
   readonly closesWhenIdle: boolean;
+  /** Secrets calls on this session carried; see `McpSession.rememberSecrets`. */
+  readonly secrets: Set<string>;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
   session?: McpSession;
@@ -46,11 +54,14 @@ export interface SessionPoolOptions {
    * credentials or a rotated OAuth token, has a session of its own). `null` keeps them until the pool closes.
    */
   httpIdleMs?: number | null;
+  /** A server's own secrets, scrubbed from what it writes that reaches a log line (stdio stderr, close failures). */
+  secretsFor?: (serverName: string) => readonly string[];
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+const SESSION_SECRETS_LIMIT = 256;
 
 export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
 
@@ -70,6 +81,7 @@ function jsonSchemaValidator(): AjvJsonSchemaValidator {
 export class SessionPool {
   private readonly entries = new Map<string, Entry>();
   private readonly httpIdleMs: number | null;
+  private readonly secretsFor: (serverName: string) => readonly string[];
   private retired = false;
 
   constructor(
@@ -77,6 +89,7 @@ export class SessionPool {
     options: SessionPoolOptions = {},
   ) {
     this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
+    this.secretsFor = options.secretsFor ?? (() => []);
   }
 
   get isRetired(): boolean {
@@ -129,7 +142,8 @@ export class SessionPool {
   }
 
   private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
-    const entry = { key, serverName, closesWhenIdle: server.type !== "stdio", inFlight: 0, closing: false } as Entry;
+    const entry = { key, serverName, closesWhenIdle: server.type !== "stdio", inFlight: 0, closing: false, secrets: new Set() } as Entry;
+    for (const value of headerSecrets(opts.headers)) entry.secrets.add(value);
     entry.ready = this.connect(entry, server, opts);
     // Callers observe a rejection through acquire(); this keeps an unobserved failure quiet.
     entry.ready.catch(() => undefined);
@@ -140,7 +154,11 @@ export class SessionPool {
     const { key, serverName } = entry;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
-    const transport = createTransport(serverName, server, { headers: opts.headers, logger: this.logger });
+    const transport = createTransport(serverName, server, {
+      headers: opts.headers,
+      logger: this.logger,
+      redact: (text) => this.redactor(entry).text(text),
+    });
     client.onclose = () => {
       if (this.entries.get(key) === entry) this.entries.delete(key);
     };
@@ -154,7 +172,19 @@ export class SessionPool {
       await client.close().catch(() => undefined);
       throw err;
     }
-    const session: McpSession = { serverName, key, client, progress };
+    const session: McpSession = {
+      serverName,
+      key,
+      client,
+      progress,
+      rememberSecrets: (values) => {
+        for (const value of values) {
+          entry.secrets.delete(value);
+          entry.secrets.add(value);
+        }
+        while (entry.secrets.size > SESSION_SECRETS_LIMIT) entry.secrets.delete(entry.secrets.values().next().value as string);
+      },
+    };
     entry.session = session;
     if (this.retired) {
       entry.closing = true;
@@ -196,8 +226,14 @@ export class SessionPool {
       }
       await session.client.close();
     } catch (err) {
-      this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${(err as Error).message}`);
+      const reason = this.redactor(entry).text((err as Error)?.message ?? String(err));
+      this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${reason}`);
     }
+  }
+
+  private redactor(entry: Entry): Redactor {
+    const own = this.secretsFor(entry.serverName);
+    return Redactor.of(entry.secrets.size === 0 ? own : [...own, ...entry.secrets]);
   }
 
   /** For tests and diagnostics. */

@@ -1,9 +1,9 @@
-import type { ExtensionsConfig, McpTransportType } from "../config";
+import type { LoadedExtensionsConfig, McpTransportType } from "../config";
 import { OAuthTokenManager, ServerHeaders, type OAuthTokenManagerOptions } from "../credentials";
 import { silentLogger, type Logger } from "../shared/logger";
 import { discoverAll, type DiscoveryTarget, type ServerDiscovery } from "./discovery";
 import { SessionPool } from "./pool";
-import { baseHeaders } from "./toolkit";
+import { baseHeaders, configuredSecrets } from "./toolkit";
 
 /** Whether one enabled server starts: connect + `tools/list`, as discovery does it. */
 export interface ServerProbe {
@@ -12,7 +12,7 @@ export interface ServerProbe {
   ok: boolean;
   /** Tools the server listed (0 when it failed). */
   tools: number;
-  /** Why it failed: the discovery warning's reason, scrubbed of the headers sent. */
+  /** Why it failed: the discovery warning's reason, scrubbed of the server's secrets and the headers sent. */
   reason?: string;
 }
 
@@ -37,23 +37,28 @@ function toProbe(discovery: ServerDiscovery): ServerProbe {
 
 /**
  * Tries every enabled server of a loaded config the way the toolkit's discovery does (static headers and
- * OAuth, each server under its `session_init_timeout`, all in parallel), then closes every session.
- * For `mcp-harness check`; nothing is cached.
+ * OAuth, each server under its `session_init_timeout`, all in parallel, failure texts scrubbed of the
+ * server's secrets), then closes every session. For `mcp-harness check`; nothing is cached.
  */
-export async function probeServers(config: ExtensionsConfig, options: ProbeServersOptions = {}): Promise<ServerProbe[]> {
+export async function probeServers(loaded: LoadedExtensionsConfig, options: ProbeServersOptions = {}): Promise<ServerProbe[]> {
   const logger = options.logger ?? silentLogger;
   const oauth = new OAuthTokenManager(options.oauth);
-  const pool = new SessionPool(logger, { httpIdleMs: null });
-  const targets: DiscoveryTarget[] = Object.entries(config.mcpServers)
-    .filter(([, server]) => server.enabled)
-    .map(([serverName, server]) => {
-      const headers = new ServerHeaders(serverName, server, oauth);
-      const base = baseHeaders(server);
-      return { serverName, server, headers: (signal) => headers.resolve(base, signal) };
+  const targets = new Map<string, DiscoveryTarget>();
+  for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
+    if (!server.enabled) continue;
+    const headers = new ServerHeaders(serverName, server, oauth);
+    const base = baseHeaders(server);
+    targets.set(serverName, {
+      serverName,
+      server,
+      headers: (signal) => headers.resolve(base, signal),
+      secrets: configuredSecrets(server, loaded.envSecrets[serverName] ?? []),
     });
+  }
+  const pool = new SessionPool(logger, { httpIdleMs: null, secretsFor: (name) => targets.get(name)?.secrets ?? [] });
   const onResult = options.onResult;
   try {
-    const discoveries = await discoverAll(targets, pool, logger, onResult && ((d) => onResult(toProbe(d))));
+    const discoveries = await discoverAll([...targets.values()], pool, logger, onResult && ((d) => onResult(toProbe(d))));
     return discoveries.map(toProbe);
   } finally {
     await pool.close();

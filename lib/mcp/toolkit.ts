@@ -17,9 +17,11 @@ import {
   loadCustomInterceptors,
   OAuthTokenManager,
   ServerHeaders,
+  StdioLayerWarnings,
   type OAuthTokenManagerOptions,
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
+import { headerSecrets } from "../shared/redact";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryHeaders } from "./discovery";
@@ -29,7 +31,7 @@ import { assignVisibleNames } from "./names";
 import { SessionPool } from "./pool";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool } from "./tool";
-import { McpToolCallError } from "../shared/errors";
+import { McpToolCallError, ownText } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
 
 export interface McpToolkitOptions {
@@ -72,6 +74,8 @@ interface ServerEntry {
   readonly serverLevel: CallPathOptions;
   /** Static headers + OAuth: what discovery connects with. */
   readonly discoveryHeaders: DiscoveryHeaders;
+  /** The server's own secrets, scrubbed from whatever the server sends back. */
+  readonly secrets: readonly string[];
 }
 
 /** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
@@ -114,6 +118,18 @@ export function baseHeaders(server: McpServerConfig): Readonly<Record<string, st
   return headers;
 }
 
+/**
+ * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values and the
+ * OAuth client credentials. Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
+ */
+export function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
+  return Object.freeze([
+    ...envSecrets,
+    ...headerSecrets(server.headers),
+    ...[server.oauth?.client_secret, server.oauth?.refresh_token].filter((v): v is string => typeof v === "string" && v !== ""),
+  ]);
+}
+
 export class ToolkitClosedError extends Error {
   constructor() {
     super("McpToolkit is closed");
@@ -130,6 +146,7 @@ export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
   private readonly oauth: OAuthTokenManager;
+  private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
   private loading: Promise<Generation> | null = null;
@@ -227,13 +244,21 @@ export class McpToolkit {
     });
     const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
     const idle = this.options.httpSessionIdleSeconds;
-    const pool = new SessionPool(this.logger, { httpIdleMs: idle == null ? idle : idle * 1000 });
     const servers = new Map<string, ServerEntry>();
+    const pool = new SessionPool(this.logger, {
+      httpIdleMs: idle == null ? idle : idle * 1000,
+      secretsFor: (serverName) => servers.get(serverName)?.secrets ?? [],
+    });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
-      if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom));
+      if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom, loaded.envSecrets[serverName] ?? []));
     }
     const discoveries = await discoverAll(
-      [...servers].map(([serverName, entry]) => ({ serverName, server: entry.config, headers: entry.discoveryHeaders })),
+      [...servers].map(([serverName, entry]) => ({
+        serverName,
+        server: entry.config,
+        headers: entry.discoveryHeaders,
+        secrets: entry.secrets,
+      })),
       pool,
       this.logger,
     );
@@ -284,7 +309,7 @@ export class McpToolkit {
     if (this.closed) throw new ToolkitClosedError();
     const generation = this.current ?? (await this.ensureLoaded());
     const entry = generation.servers.get(call.server);
-    if (!entry) throw new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`);
+    if (!entry) throw ownText(new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`));
     const requestScoped = call.requestScopedHeaders ?? true;
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     return runDirectCall(
@@ -313,19 +338,27 @@ export class McpToolkit {
   }
 
   /** One server's call chains: credential layers (outermost), then `mcpInterceptors`, then the toolkit's own. */
-  private serverEntry(serverName: string, server: McpServerConfig, custom: CustomInterceptors): ServerEntry {
+  private serverEntry(
+    serverName: string,
+    server: McpServerConfig,
+    custom: CustomInterceptors,
+    envSecrets: readonly string[],
+  ): ServerEntry {
     const headers = new ServerHeaders(serverName, server, this.oauth);
-    const layers = credentialLayers(serverName, server, headers, this.logger);
+    const layers = credentialLayers(serverName, server, headers, this.logger, this.stdioWarnings);
     const base = baseHeaders(server);
+    const secrets = configuredSecrets(server, envSecrets);
     const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
       interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
       headers: base,
+      secrets,
     });
     return {
       config: server,
       requestScoped: chain(layers.requestScoped),
       serverLevel: chain(layers.serverLevel),
       discoveryHeaders: (signal) => headers.resolve(base, signal),
+      secrets,
     };
   }
 

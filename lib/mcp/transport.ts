@@ -4,14 +4,20 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
+import { boundText } from "../shared/text";
+import { LineSplitter } from "./lines";
 
 export interface TransportOptions {
   /** Final headers for HTTP/SSE (ignored on stdio). */
   headers: Readonly<Record<string, string>>;
   logger: Logger;
+  /** Scrubs the server's secrets out of what it writes to stderr before it reaches a log line. */
+  redact: (text: string) => string;
 }
 
 const STDERR_LINE_LIMIT = 500;
+/** A line that grows past this without a newline is logged in pieces. */
+const STDERR_PENDING_LIMIT = 64 * 1024;
 
 export function createTransport(serverName: string, server: McpServerConfig, opts: TransportOptions): Transport {
   switch (server.type) {
@@ -24,12 +30,14 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
         cwd: server.cwd,
         stderr: "pipe",
       });
-      // The child's stderr goes to debug logs (bounded per line) instead of the parent's stderr.
-      transport.stderr?.on("data", (chunk: Buffer) => {
-        for (const line of chunk.toString("utf8").split(/\r?\n/)) {
-          if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${line.slice(0, STDERR_LINE_LIMIT)}`);
-        }
-      });
+      // The child's stderr goes to debug logs, whole lines only (a secret split across two reads would escape
+      // redaction), scrubbed and bounded, instead of the parent's stderr.
+      const lines = new LineSplitter(STDERR_PENDING_LIMIT);
+      const log = (line: string) => {
+        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(opts.redact(line), STDERR_LINE_LIMIT)}`);
+      };
+      transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
+      transport.stderr?.on("end", () => lines.flush().forEach(log));
       return transport;
     }
     case "http":

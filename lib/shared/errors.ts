@@ -1,10 +1,26 @@
 /**
- * A tool failure whose message this project wrote and vetted (no secret values): the call path hands it to
- * the model as it is. Named "ToolException" like LangChain's, so tool error handlers treat it the same way.
+ * A tool failure the model is shown as a clean line. Named "ToolException" like LangChain's, so tool error
+ * handlers treat it the same way. Its text is scrubbed of the call's secrets like any other, unless this
+ * project wrote it (`ownText`).
  */
 export class McpToolCallError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "ToolException";
   }
+}
+
+const own = new WeakSet<Error>();
+
+/**
+ * Marks an error whose text this project wrote from names, keys and codes only, never a value: it is shown
+ * as it is, not scrubbed (a short secret that happens to be a server's name would otherwise blank it).
+ */
+export function ownText<E extends Error>(err: E): E {
+  own.add(err);
+  return err;
+}
+
+export function isOwnText(err: unknown): boolean {
+  return err instanceof Error && own.has(err);
 }

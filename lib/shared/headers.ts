@@ -1,4 +1,4 @@
-import { McpToolCallError } from "./errors";
+import { McpToolCallError, ownText } from "./errors";
 
 /** Where a header came from; named in every error about it. */
 export type HeaderLayer = "static" | "oauth" | "user_auth" | "headers_from_context" | "interceptor";
@@ -56,7 +56,7 @@ export function invalidHeaderMessage(serverName: string, name: string, layer: He
 /** Throws a `CredentialError` naming server, header and layer when the pair cannot be sent. */
 export function assertSendableHeader(serverName: string, name: string, value: string, layer: HeaderLayer): void {
   const problem = headerNameProblem(name) ?? headerValueProblem(value);
-  if (problem !== null) throw new CredentialError(invalidHeaderMessage(serverName, name, layer, problem));
+  if (problem !== null) throw ownText(new CredentialError(invalidHeaderMessage(serverName, name, layer, problem)));
 }
 
 /**

@@ -1,4 +1,4 @@
-export { McpToolCallError } from "./errors";
+export { isOwnText, McpToolCallError, ownText } from "./errors";
 export { DeadlineExceededError, withDeadline } from "./deadline";
 export { boundText } from "./text";
 export {
@@ -22,5 +22,5 @@ export {
   type McpToolCallRequestInit,
   type McpToolInterceptor,
 } from "./interceptor";
-export { redactHeaderValues, REDACTED } from "./redact";
+export { headerSecrets, recordSecrets, Redactor, REDACTED } from "./redact";
 export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";

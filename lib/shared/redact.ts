@@ -1,27 +1,167 @@
 import type { HeaderMap } from "./headers";
 
-/** Shorter values are not credentials, and blanking them would mangle ordinary words in the text. */
-const MIN_SECRET_LENGTH = 6;
 export const REDACTED = "[redacted]";
 
 /**
- * Removes every header value of `headers` (and the token part of `<scheme> <token>` values) from `text`.
- * For error texts that come from elsewhere (an SDK or a server's response body) and may echo what was sent.
+ * Headers whose values describe the request rather than authorize it; every other header value a call
+ * carries is treated as a credential.
  */
-export function redactHeaderValues(text: string, ...headers: ReadonlyArray<HeaderMap | undefined>): string {
-  const secrets = new Set<string>();
-  for (const map of headers) {
+const NON_CREDENTIAL_HEADERS = new Set(["accept", "accept-language", "accept-encoding", "content-type", "user-agent"]);
+
+/** The shortest base64 run worth blanking: shorter ones carry a few bits of a secret and match ordinary text. */
+const MIN_BASE64_RUN = 4;
+const CACHE_LIMIT = 512;
+
+/**
+ * Scrubs a fixed set of secret values out of text and JSON-like values, in every form a server might echo
+ * them: raw, JSON-escaped (nested escaping too), URL-encoded (any hex case, `+` for space, double-encoded),
+ * HTML character references, and base64/base64url at any byte alignment. There is no minimum length: a
+ * credential of any size is blanked.
+ */
+export class Redactor {
+  /** Redacts nothing. */
+  static readonly none = new Redactor(null);
+
+  private constructor(private readonly pattern: RegExp | null) {}
+
+  /** The redactor for these values (empty and duplicate values ignored); built once per distinct set. */
+  static of(values: Iterable<string | undefined>): Redactor {
+    const unique = [...new Set([...values].filter((v): v is string => typeof v === "string" && v !== ""))];
+    if (unique.length === 0) return Redactor.none;
+    unique.sort();
+    const key = unique.join("\u0000");
+    const cached = cache.get(key);
+    if (cached) {
+      cache.delete(key);
+      cache.set(key, cached);
+      return cached;
+    }
+    const redactor = new Redactor(buildPattern(unique));
+    cache.set(key, redactor);
+    if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+    return redactor;
+  }
+
+  get isEmpty(): boolean {
+    return this.pattern === null;
+  }
+
+  text(text: string): string {
+    if (this.pattern === null || text === "") return text;
+    this.pattern.lastIndex = 0;
+    return text.replace(this.pattern, REDACTED);
+  }
+
+  /** A copy of a JSON-like value with every string (object keys included) scrubbed; other values as they are. */
+  deep<T>(value: T): T {
+    if (this.pattern === null) return value;
+    return this.walk(value) as T;
+  }
+
+  private walk(value: unknown): unknown {
+    if (typeof value === "string") return this.text(value);
+    if (Array.isArray(value)) return value.map((item) => this.walk(item));
+    if (value !== null && typeof value === "object" && isPlain(value)) {
+      const out: Record<string, unknown> = {};
+      for (const [key, item] of Object.entries(value)) {
+        Object.defineProperty(out, this.text(key), { value: this.walk(item), enumerable: true, writable: true, configurable: true });
+      }
+      return out;
+    }
+    return value;
+  }
+}
+
+const cache = new Map<string, Redactor>();
+
+function isPlain(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The credential values a header set carries: each value, and the token of a `<scheme> <token>` value.
+ * Values of descriptive headers (Accept, Content-Type, …) are not credentials.
+ */
+export function headerSecrets(...maps: ReadonlyArray<HeaderMap | undefined>): string[] {
+  const secrets: string[] = [];
+  for (const map of maps) {
     if (!map) continue;
-    for (const value of Object.values(map)) {
-      if (value.length >= MIN_SECRET_LENGTH) secrets.add(value);
-      const token = value.slice(value.indexOf(" ") + 1);
-      if (token !== value && token.length >= MIN_SECRET_LENGTH) secrets.add(token);
+    for (const [name, value] of Object.entries(map)) {
+      if (NON_CREDENTIAL_HEADERS.has(name.toLowerCase()) || value === "") continue;
+      secrets.push(value);
+      const space = value.indexOf(" ");
+      if (space > 0 && space < value.length - 1) secrets.push(value.slice(space + 1));
     }
   }
-  let result = text;
-  // Longest first, so a whole "Bearer <token>" goes before its token alone.
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
-    if (result.includes(secret)) result = result.split(secret).join(REDACTED);
+  return secrets;
+}
+
+/** String values of a record (the run's `context.secrets`), the ones that can be echoed. */
+export function recordSecrets(record: Readonly<Record<string, unknown>> | undefined): string[] {
+  if (!record) return [];
+  return Object.values(record).filter((v): v is string => typeof v === "string" && v !== "");
+}
+
+function buildPattern(secrets: readonly string[]): RegExp {
+  const alternatives = new Set<string>();
+  for (const secret of secrets) {
+    alternatives.add([...secret].map(charPattern).join(""));
+    for (const run of base64Runs(secret)) alternatives.add(escapeRegExp(run));
   }
-  return result;
+  // Longest first, so a whole "Bearer <token>" goes before its token alone.
+  const ordered = [...alternatives].sort((a, b) => b.length - a.length);
+  return new RegExp(ordered.join("|"), "g");
+}
+
+const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
+
+/** Every way one character of a secret can appear in an echo. */
+function charPattern(ch: string): string {
+  const cp = ch.codePointAt(0)!;
+  const forms = [escapeRegExp(ch)];
+  // JSON: \uXXXX (UTF-16 units), the short escapes, and any depth of nested escaping.
+  const units = cp > 0xffff ? [0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff)] : [cp];
+  forms.push(units.map((unit) => `\\\\+u${hexPattern(unit, 4)}`).join(""));
+  const short = JSON_SHORT_ESCAPES[ch];
+  if (short !== undefined) forms.push(ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`);
+  // URL: percent-encoded UTF-8 (any hex case, possibly encoded twice); `+` for a space in forms.
+  forms.push([...Buffer.from(ch, "utf8")].map((byte) => `%(?:25)?${hexPattern(byte, 2)}`).join(""));
+  if (ch === " ") forms.push("\\+");
+  // HTML character references.
+  forms.push(`&#0*${cp};`, `&#[xX]0*${hexPattern(cp, 0)};`);
+  const named = HTML_NAMED[ch];
+  if (named) forms.push(`&${named};`);
+  return `(?:${forms.join("|")})`;
+}
+
+const HTML_NAMED: Record<string, string> = { "&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "(?:apos|#39)" };
+
+/** A hex number as a case-insensitive pattern, zero-padded to `width` digits. */
+function hexPattern(n: number, width: number): string {
+  return [...n.toString(16).padStart(width, "0")]
+    .map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d))
+    .join("");
+}
+
+/**
+ * The base64 (and base64url) characters that encode the secret alone when it sits at each of the three
+ * byte alignments inside a larger encoded blob (a Basic credential, a JSON body sent as base64, …).
+ */
+function base64Runs(secret: string): string[] {
+  const bytes = Buffer.from(secret, "utf8");
+  const runs: string[] = [];
+  for (let shift = 0; shift < 3; shift += 1) {
+    const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString("base64");
+    const first = Math.ceil((8 * shift) / 6);
+    const last = Math.floor((8 * (shift + bytes.length)) / 6);
+    const run = encoded.slice(first, last);
+    if (run.length < MIN_BASE64_RUN) continue;
+    runs.push(run, run.replace(/\+/g, "-").replace(/\//g, "_"));
+  }
+  return runs;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
 }

@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
+import { startHttpFixture } from "../fixtures/http-server";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+
+let http: HttpFixture;
+let toolkit: McpToolkit;
+let graph: ToolNodeGraph;
+
+beforeAll(async () => {
+  http = await startHttpFixture({ name: "remote", toolNames: ["whoami"] });
+  const dir = await makeTempDir("mcp-identity-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: {
+      remote: {
+        type: "http",
+        url: http.url,
+        user_auth: { header: "X-User-Token", users: { "server-user": "tok-server", "auth-user": "tok-auth", "ctx-user": "tok-ctx" } },
+      },
+    },
+  });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+  graph = toolNodeGraph(await toolkit.getTools());
+});
+afterAll(async () => {
+  await toolkit.close();
+  await http.close();
+});
+
+/** The X-User-Token the server received for one whoami call made with these run options (its echo is scrubbed). */
+async function tokenSent(options: Record<string, unknown>): Promise<string | undefined> {
+  const message = await callThroughGraph(graph, "remote_whoami", {}, options);
+  expect(message.status).toBe("success");
+  const calls = http.requests.filter((r) => r.rpcMethods?.includes("tools/call"));
+  return rawHeaderValues(calls[calls.length - 1], "x-user-token")[0];
+}
+
+// LangGraph builds `runtime.serverInfo.user` from `configurable.langgraph_auth_user` (the object its API server
+// stamps for an authenticated request, with `identity`); `langgraph_auth_user_id` is stamped next to it.
+const serverUser = { langgraph_auth_user: { identity: "server-user", is_authenticated: true, permissions: [] } };
+
+describe("the run's user id: server auth user → configurable.langgraph_auth_user_id → context.user_id", () => {
+  test("context.user_id alone picks the user", async () => {
+    expect(await tokenSent({ context: { user_id: "ctx-user" } })).toBe("tok-ctx");
+  });
+
+  test("configurable.langgraph_auth_user_id beats a caller-supplied context.user_id", async () => {
+    expect(await tokenSent({ context: { user_id: "ctx-user" }, configurable: { langgraph_auth_user_id: "auth-user" } })).toBe("tok-auth");
+  });
+
+  test("the server's authenticated user (runtime.serverInfo.user.identity) beats both", async () => {
+    const options = { context: { user_id: "ctx-user" }, configurable: { langgraph_auth_user_id: "auth-user", ...serverUser } };
+    expect(await tokenSent(options)).toBe("tok-server");
+    expect(await tokenSent({ context: { user_id: "ctx-user" }, configurable: serverUser })).toBe("tok-server");
+  });
+});

@@ -1,0 +1,86 @@
+import { ToolMessage } from "@langchain/core/messages";
+import type { ToolRuntime } from "@langchain/core/tools";
+import { Command, isCommand } from "@langchain/langgraph";
+import { runSecrets } from "../credentials";
+import type { HeaderMap } from "../shared/headers";
+import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
+import { headerSecrets, recordSecrets, Redactor } from "../shared/redact";
+
+/**
+ * The secrets known for one call: the server's own (static headers, values that came from `$VAR`, OAuth
+ * client secrets), the run's `context.secrets`, and every header set any interceptor layer saw or passed on.
+ * Whatever the call hands back (result, ToolMessage, error text, progress message) is scrubbed with them.
+ */
+export class CallSecrets {
+  private readonly fixed: readonly string[];
+  private readonly headerSets = new Set<HeaderMap>();
+  private memo: Redactor | undefined;
+
+  constructor(serverSecrets: readonly string[], runtime: ToolRuntime | undefined) {
+    const perRun = recordSecrets(runSecrets(runtime));
+    this.fixed = perRun.length === 0 ? serverSecrets : [...serverSecrets, ...perRun];
+  }
+
+  noteHeaders(headers: HeaderMap): void {
+    if (this.headerSets.has(headers)) return;
+    this.headerSets.add(headers);
+    this.memo = undefined;
+  }
+
+  /** Every secret known so far: the server's, the run's and those of the headers noted. */
+  values(): readonly string[] {
+    return this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)];
+  }
+
+  redactor(): Redactor {
+    this.memo ??= Redactor.of(this.values());
+    return this.memo;
+  }
+
+  /** `interceptor`, noting the headers of the request it receives and of the one it passes on. */
+  watch(interceptor: McpToolInterceptor): McpToolInterceptor {
+    return (request, next) => {
+      this.noteHeaders(request.headers);
+      return interceptor(request, (passed) => {
+        this.noteHeaders(passed.headers);
+        return next(passed);
+      });
+    };
+  }
+}
+
+/** A chain outcome with the call's secrets scrubbed from the result, a ToolMessage, or a Command's messages. */
+export function scrubOutcome(outcome: McpCallOutcome, redactor: Redactor): McpCallOutcome {
+  if (redactor.isEmpty) return outcome;
+  if (ToolMessage.isInstance(outcome)) return scrubToolMessage(outcome, redactor);
+  if (isCommand(outcome)) return scrubCommand(outcome, redactor);
+  return redactor.deep(outcome);
+}
+
+function scrubToolMessage(message: ToolMessage, redactor: Redactor): ToolMessage {
+  return new ToolMessage({
+    content: redactor.deep(message.content),
+    artifact: redactor.deep(message.artifact as unknown),
+    tool_call_id: message.tool_call_id,
+    name: message.name,
+    status: message.status,
+    id: message.id,
+    additional_kwargs: redactor.deep(message.additional_kwargs),
+    response_metadata: redactor.deep(message.response_metadata),
+  });
+}
+
+/** A Command whose `update.messages` holds ToolMessages: those are what reach the thread. */
+function scrubCommand(command: Command, redactor: Redactor): Command {
+  const update = command.update;
+  if (update === null || typeof update !== "object" || Array.isArray(update)) return command;
+  const messages = (update as { messages?: unknown }).messages;
+  if (!Array.isArray(messages)) return command;
+  const scrubbed = messages.map((m: unknown) => (ToolMessage.isInstance(m) ? scrubToolMessage(m, redactor) : m));
+  return new Command({
+    update: { ...(update as Record<string, unknown>), messages: scrubbed },
+    ...(command.goto !== undefined ? { goto: command.goto } : {}),
+    ...(command.resume !== undefined ? { resume: command.resume } : {}),
+    ...(command.graph !== undefined ? { graph: command.graph } : {}),
+  } as ConstructorParameters<typeof Command>[0]);
+}
