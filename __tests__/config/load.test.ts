@@ -353,7 +353,7 @@ describe("loadExtensionsConfig", () => {
 
       const used = new Set(servers.flatMap((s) => Object.keys(s)));
       const fields = Object.keys(ExtensionsConfigSchema.parse({ mcpServers: { x: { command: "c" } } }).mcpServers.x!);
-      for (const field of [...fields, "cwd", "url", "oauth", "user_auth", "headers_from_context", "tool_call_timeout"]) {
+      for (const field of [...fields, "cwd", "url", "oauth", "user_auth", "headers_from_context", "tool_call_timeout", "max_total_timeout"]) {
         expect(used.has(field) || field === "type" || field === "transport").toBe(true);
       }
       expect(used.has("type") && used.has("transport")).toBe(true);

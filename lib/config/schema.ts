@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { headerNameProblem } from "../shared/headers";
+import { MAX_TIMER_SECONDS } from "../shared/timers";
 
 /**
  * The zod schema of `extensions_config.json`: the single source of the config's types.
@@ -12,6 +13,10 @@ import { headerNameProblem } from "../shared/headers";
 export const ROUTING_PRIORITY_MIN = 0;
 export const ROUTING_PRIORITY_MAX = 100;
 export const DEFAULT_SESSION_INIT_TIMEOUT_SECONDS = 60;
+/** `tool_call_timeout` when the field is absent; `null` means no bound. */
+export const DEFAULT_TOOL_CALL_TIMEOUT_SECONDS = 60;
+/** The largest timeout a timer holds (2^31−1 ms, about 24.8 days); larger values would fire at once. */
+export const MAX_TIMEOUT_SECONDS = MAX_TIMER_SECONDS;
 
 export const TRANSPORT_TYPES = ["stdio", "sse", "http"] as const;
 export type McpTransportType = (typeof TRANSPORT_TYPES)[number];
@@ -124,7 +129,10 @@ export const McpTaskToolsetSchema = z.strictObject({
 });
 export type McpTaskToolset = z.output<typeof McpTaskToolsetSchema>;
 
-const timeoutSeconds = z.number().positive();
+const timeoutSeconds = z
+  .number()
+  .positive()
+  .max(MAX_TIMEOUT_SECONDS, `must be at most ${MAX_TIMEOUT_SECONDS} seconds (about 24.8 days); use null for no bound`);
 
 export const McpServerSchema = z
   .looseObject({
@@ -145,7 +153,10 @@ export const McpServerSchema = z
     tools: z.record(z.string(), McpToolOverrideSchema).default({}),
     tool_name_prefix: z.boolean().default(true),
     session_init_timeout: timeoutSeconds.nullable().default(DEFAULT_SESSION_INIT_TIMEOUT_SECONDS),
-    tool_call_timeout: timeoutSeconds.nullish(),
+    /** Seconds without a result or a progress notification; each progress notification restarts the count. */
+    tool_call_timeout: timeoutSeconds.nullable().default(DEFAULT_TOOL_CALL_TIMEOUT_SECONDS),
+    /** Hard cap in seconds on a call however often progress extends it; absent or `null`: no cap. */
+    max_total_timeout: timeoutSeconds.nullish(),
     task_toolsets: z.array(McpTaskToolsetSchema).default([]),
   })
   .superRefine((server, ctx) => {

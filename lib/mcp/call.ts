@@ -8,13 +8,14 @@ import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap
 import type { Redactor } from "../shared/redact";
 import { CallSecrets, scrubOutcome } from "./call-secrets";
 import { initTimeoutMs } from "./discovery";
-import { withDeadline } from "../shared/deadline";
+import { DeadlineExceededError, withDeadline, withExtendableDeadline } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
+import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { SessionPool } from "./pool";
 import { boundText } from "../shared/text";
-import { convertCallToolResult } from "./results";
+import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
 
 export interface McpProgressEvent {
@@ -39,6 +40,8 @@ export interface CallPathOptions {
   headers: HeaderMap;
   /** The server's own secrets (static header values, `$VAR` values, OAuth client secrets), for redaction. */
   secrets: readonly string[];
+  /** Bound on a result that reaches a ToolMessage (default `DEFAULT_MAX_RESULT_CHARS`). */
+  maxResultChars?: number;
 }
 
 const CALL_ERROR_MAX_CHARS = 1000;
@@ -59,10 +62,31 @@ function sendableHeaders(serverName: string, headers: HeaderMap): HeaderMap {
   return checked;
 }
 
+/** A call's own deadline (SPEC §2.1): `tool_call_timeout` restarted by each progress notification, capped by `max_total_timeout`. */
+export function callDeadlineLimits(server: McpServerConfig): { timeoutMs: number | null; maxTotalMs: number | null } {
+  return {
+    timeoutMs: server.tool_call_timeout === null ? null : server.tool_call_timeout * 1000,
+    maxTotalMs: server.max_total_timeout == null ? null : server.max_total_timeout * 1000,
+  };
+}
+
+function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
+  const seconds = (err.timeoutMs / 1000).toFixed(1);
+  const reason =
+    err.kind === "maxTotal"
+      ? `timed out after ${seconds}s in total (max_total_timeout, which progress does not extend)`
+      : `timed out after ${seconds}s without a result or progress (tool_call_timeout)`;
+  return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${reason}`;
+}
+
 /**
  * The innermost handler: one `tools/call` on a pooled session. HTTP/SSE sessions are keyed by the final
  * headers, so each header set travels on every request of its own session; stdio calls carry headers an
  * interceptor set as `_meta.headers`.
+ *
+ * The call runs under our own deadline, not the SDK's: the SDK gets the longest timer (so its silent
+ * 60 s default never applies), and our progress router, which owns the progress tokens, restarts the
+ * deadline on each notification for this call (the SDK's `resetTimeoutOnProgress` only sees its own tokens).
  */
 function sendToServer(
   target: CallTarget,
@@ -82,38 +106,47 @@ function sendToServer(
       initTimeoutMs: initTimeoutMs(server),
       signal,
     });
+    const limits = callDeadlineLimits(server);
     try {
-      const writer = runtime?.writer ?? undefined;
-      const toolCallId = toolCallIdOf(runtime);
-      const redactor = secrets.redactor();
-      if (stdio) lease.session.rememberSecrets(secrets.values());
-      const progress = writer
-        ? lease.session.progress.register((p: Progress) =>
-            writer({
-              type: "mcp_progress",
-              toolCallId,
-              server: record.server,
-              tool: record.rawName,
-              progress: p.progress,
-              total: p.total,
-              message: p.message === undefined ? undefined : redactor.text(p.message),
-            } satisfies McpProgressEvent),
-          )
-        : undefined;
-      const meta = {
-        ...request.meta,
-        ...(stdio && Object.keys(headers).length > 0 ? { headers: { ...headers } } : {}),
-        ...(progress ? { progressToken: progress.token } : {}),
-      };
-      try {
-        return (await lease.session.client.callTool(
-          { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
-          undefined,
-          { signal, ...(server.tool_call_timeout ? { timeout: server.tool_call_timeout * 1000 } : {}) },
-        )) as CallToolResult;
-      } finally {
-        progress?.done();
-      }
+      return await withExtendableDeadline(async (callSignal, extend) => {
+        const writer = runtime?.writer ?? undefined;
+        const toolCallId = toolCallIdOf(runtime);
+        const redactor = secrets.redactor();
+        if (stdio) lease.session.rememberSecrets(secrets.values());
+        const progress =
+          writer || limits.timeoutMs !== null
+            ? lease.session.progress.register((p: Progress) => {
+                extend();
+                writer?.({
+                  type: "mcp_progress",
+                  toolCallId,
+                  server: record.server,
+                  tool: record.rawName,
+                  progress: p.progress,
+                  total: p.total,
+                  message: p.message === undefined ? undefined : redactor.text(p.message),
+                } satisfies McpProgressEvent);
+              })
+            : undefined;
+        const meta = {
+          ...request.meta,
+          ...(stdio && Object.keys(headers).length > 0 ? { headers: { ...headers } } : {}),
+          ...(progress ? { progressToken: progress.token } : {}),
+        };
+        try {
+          return (await lease.session.client.callTool(
+            { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+            undefined,
+            { signal: callSignal, timeout: MAX_TIMER_MS },
+          )) as CallToolResult;
+        } finally {
+          progress?.done();
+        }
+      }, limits, signal);
+    } catch (err) {
+      // Our deadline, not an outer one that aborted the run.
+      if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(timeoutText(record, err)));
+      throw err;
     } finally {
       lease.release();
     }
@@ -135,10 +168,13 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 
-/** Turns what the chain produced (already scrubbed) into what the tool returns: a ToolMessage in a tool node, else content. */
-function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined): unknown {
+/**
+ * Turns what the chain produced (already scrubbed) into what the tool returns: a ToolMessage in a tool node,
+ * else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would not match.
+ */
+function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined, maxResultChars: number): unknown {
   if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-  const converted = convertCallToolResult(outcome);
+  const converted = boundConvertedResult(convertCallToolResult(outcome), maxResultChars);
   const content = converted.content;
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
@@ -179,7 +215,7 @@ export async function runToolCall(
   const toolCallId = toolCallIdOf(runtime);
   try {
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts);
-    return toToolOutput(outcome, visibleName, toolCallId);
+    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());

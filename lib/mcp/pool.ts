@@ -6,6 +6,7 @@ import type { Logger } from "../shared/logger";
 import { headerSecrets, Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
+import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { ProgressRouter } from "./progress";
 
 export interface McpSession {
@@ -54,13 +55,21 @@ export interface SessionPoolOptions {
    * credentials or a rotated OAuth token, has a session of its own). `null` keeps them until the pool closes.
    */
   httpIdleMs?: number | null;
+  /**
+   * Live HTTP/SSE sessions per server (default 64), least recently used first out: a new header set that
+   * would exceed the cap closes the server's least recently used idle sessions (upstream DELETE and GET
+   * stream included). A session is never closed under a running call, so while all of them are busy the
+   * server may go over the cap; the surplus is closed as their calls finish.
+   */
+  maxHttpSessionsPerServer?: number;
+  /** Longest stdio message read (default 64 MiB); a longer one fails its call and keeps the session. */
+  stdioMaxMessageBytes?: number;
   /** A server's own secrets, scrubbed from what it writes that reaches a log line (stdio stderr, close failures). */
   secretsFor?: (serverName: string) => readonly string[];
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
-
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER = 64;
 const SESSION_SECRETS_LIMIT = 256;
 
 export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
@@ -76,12 +85,18 @@ function jsonSchemaValidator(): AjvJsonSchemaValidator {
  * Connected MCP sessions of one toolkit generation, keyed by server and by a fingerprint of the final
  * headers, so the same credentials reuse one initialized session and different ones never share.
  * Creation is de-duplicated; a session whose transport closes is dropped only if the pool entry is still
- * that session. `retire()` refuses new acquisitions and closes each session once its calls finish.
+ * that session. HTTP/SSE sessions are capped per server (LRU) and close when idle. `retire()` refuses new
+ * acquisitions and closes each session once its calls finish.
  */
 export class SessionPool {
+  /** In least-recently-acquired order: an acquisition moves its entry to the end. */
   private readonly entries = new Map<string, Entry>();
+  /** Live HTTP/SSE entries per server. */
+  private readonly httpCounts = new Map<string, number>();
   private readonly httpIdleMs: number | null;
   private readonly secretsFor: (serverName: string) => readonly string[];
+  private readonly maxHttpSessions: number;
+  private readonly stdioMaxMessageBytes: number | undefined;
   private retired = false;
 
   constructor(
@@ -90,6 +105,8 @@ export class SessionPool {
   ) {
     this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
     this.secretsFor = options.secretsFor ?? (() => []);
+    this.maxHttpSessions = options.maxHttpSessionsPerServer ?? DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER;
+    this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
   }
 
   get isRetired(): boolean {
@@ -100,12 +117,18 @@ export class SessionPool {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
     const key = sessionKey(serverName, server, opts.headers);
     let entry = this.entries.get(key);
-    if (!entry) {
-      entry = this.createEntry(key, serverName, server, opts);
+    let created = false;
+    if (entry) {
+      this.entries.delete(key);
       this.entries.set(key, entry);
+    } else {
+      entry = this.createEntry(key, serverName, server, opts);
+      this.remember(entry);
+      created = true;
     }
     entry.inFlight += 1;
     clearTimeout(entry.idleTimer);
+    if (created && entry.closesWhenIdle) this.trim(serverName);
     let session = entry.session;
     if (!session) {
       try {
@@ -133,12 +156,41 @@ export class SessionPool {
     if (entry.inFlight > 0) return;
     if (entry.closing) {
       void this.closeEntry(entry);
-    } else if (entry.closesWhenIdle && this.httpIdleMs !== null) {
-      entry.idleTimer = setTimeout(() => {
+      return;
+    }
+    if (!entry.closesWhenIdle) return;
+    this.trim(entry.serverName);
+    if (this.httpIdleMs !== null && this.entries.get(entry.key) === entry) {
+      entry.idleTimer = setClampedTimeout(() => {
         if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
       }, this.httpIdleMs);
       entry.idleTimer.unref();
     }
+  }
+
+  /** Closes a server's least recently used idle HTTP/SSE sessions while it has more than the cap. */
+  private trim(serverName: string): void {
+    let excess = (this.httpCounts.get(serverName) ?? 0) - this.maxHttpSessions;
+    if (excess <= 0) return;
+    for (const entry of this.entries.values()) {
+      if (excess <= 0) break;
+      if (entry.serverName !== serverName || !entry.closesWhenIdle || entry.inFlight > 0) continue;
+      excess -= 1;
+      this.logger.debug(`closing the least recently used MCP session of server '${serverName}' (cap ${this.maxHttpSessions})`);
+      void this.closeEntry(entry);
+    }
+  }
+
+  private remember(entry: Entry): void {
+    this.entries.set(entry.key, entry);
+    if (entry.closesWhenIdle) this.httpCounts.set(entry.serverName, (this.httpCounts.get(entry.serverName) ?? 0) + 1);
+  }
+
+  /** Drops `entry` from the pool if the pool still holds that very entry under its key. */
+  private forget(entry: Entry): void {
+    if (this.entries.get(entry.key) !== entry) return;
+    this.entries.delete(entry.key);
+    if (entry.closesWhenIdle) this.httpCounts.set(entry.serverName, (this.httpCounts.get(entry.serverName) ?? 1) - 1);
   }
 
   private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
@@ -158,17 +210,16 @@ export class SessionPool {
       headers: opts.headers,
       logger: this.logger,
       redact: (text) => this.redactor(entry).text(text),
+      stdioMaxMessageBytes: this.stdioMaxMessageBytes,
     });
-    client.onclose = () => {
-      if (this.entries.get(key) === entry) this.entries.delete(key);
-    };
+    client.onclose = () => this.forget(entry);
     try {
       await withDeadline(
-        (signal) => client.connect(transport, { signal, timeout: opts.initTimeoutMs ?? MAX_TIMER_MS }),
+        (signal) => client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) }),
         opts.initTimeoutMs,
       );
     } catch (err) {
-      if (this.entries.get(key) === entry) this.entries.delete(key);
+      this.forget(entry);
       await client.close().catch(() => undefined);
       throw err;
     }
@@ -216,7 +267,7 @@ export class SessionPool {
 
   private async closeEntry(entry: Entry): Promise<void> {
     clearTimeout(entry.idleTimer);
-    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+    this.forget(entry);
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
     const transport = session.client.transport;

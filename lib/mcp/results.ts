@@ -5,9 +5,17 @@ import { boundText } from "../shared/text";
 /** Bound on the text of an `isError` result that reaches the model. */
 export const MAX_ERROR_TEXT_CHARS = 4000;
 
+/**
+ * Default bound on a result that reaches a ToolMessage (and so the model's context and the checkpoint):
+ * 256 Ki characters of content, and the same for the JSON of `structuredContent` / `_meta` in the artifact.
+ */
+export const DEFAULT_MAX_RESULT_CHARS = 262_144;
+
 export interface McpToolArtifact {
   structuredContent?: Record<string, unknown>;
   meta?: Record<string, unknown>;
+  /** Set when `structuredContent` or `_meta` was left out for its size. */
+  note?: string;
 }
 
 export interface ConvertedResult {
@@ -81,4 +89,73 @@ export function convertCallToolResult(result: CallToolResult): ConvertedResult {
     content = blocks;
   }
   return { content, artifact: hasArtifact ? artifact : undefined, isError: false };
+}
+
+/** Characters a block weighs against the bound: its text, inline data or URL. */
+function blockChars(block: ContentBlock.Standard): number {
+  const b = block as { text?: unknown; data?: unknown; url?: unknown };
+  return (
+    (typeof b.text === "string" ? b.text.length : 0) +
+    (typeof b.data === "string" ? b.data.length : 0) +
+    (typeof b.url === "string" ? b.url.length : 0)
+  );
+}
+
+function cutNote(total: number, kept: number, max: number): string {
+  return `[result truncated: showing ${kept} of ${total} characters (limit ${max}); the full result was not kept]`;
+}
+
+/**
+ * `converted` bounded to `maxChars`: larger content becomes a preview (text cut, blocks that no longer fit
+ * left out) ending in a note that says how much was cut and that the rest was not kept. `structuredContent`
+ * and `_meta` stay in the artifact only when their JSON fits the same bound; otherwise the artifact says so.
+ */
+export function boundConvertedResult(converted: ConvertedResult, maxChars: number): ConvertedResult {
+  const content = boundContent(converted.content, maxChars);
+  const artifact = converted.artifact && boundArtifact(converted.artifact, maxChars);
+  if (content === converted.content && artifact === converted.artifact) return converted;
+  return { ...converted, content, artifact };
+}
+
+function boundContent(content: ConvertedResult["content"], max: number): ConvertedResult["content"] {
+  if (typeof content === "string") {
+    return content.length <= max ? content : `${content.slice(0, max)}\n… ${cutNote(content.length, max, max)}`;
+  }
+  const total = content.reduce((sum, block) => sum + blockChars(block), 0);
+  if (total <= max) return content;
+  const kept: ContentBlock.Standard[] = [];
+  let used = 0;
+  for (const block of content) {
+    const size = blockChars(block);
+    if (used + size <= max) {
+      kept.push(block);
+      used += size;
+    } else if (block.type === "text" && used < max) {
+      const text = (block as ContentBlock.Text).text.slice(0, max - used);
+      kept.push({ type: "text", text });
+      used += text.length;
+    }
+  }
+  kept.push({ type: "text", text: cutNote(total, used, max) });
+  return kept;
+}
+
+function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact {
+  const omitted: string[] = [];
+  const bounded: McpToolArtifact = { ...artifact };
+  for (const [key, label] of [
+    ["structuredContent", "structuredContent"],
+    ["meta", "_meta"],
+  ] as const) {
+    const value = artifact[key];
+    if (value === undefined) continue;
+    const size = JSON.stringify(value).length;
+    if (size > max) {
+      delete bounded[key];
+      omitted.push(`${label} (${size} characters of JSON)`);
+    }
+  }
+  if (omitted.length === 0) return artifact;
+  bounded.note = `${omitted.join(" and ")} left out: larger than the limit of ${max} characters; not kept`;
+  return bounded;
 }

@@ -22,6 +22,7 @@ import {
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/redact";
+import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryHeaders } from "./discovery";
@@ -47,8 +48,43 @@ export interface McpToolkitOptions {
   /**
    * Seconds after which an unused HTTP/SSE session closes (default 300; `null`: never). Every distinct set
    * of credentials has its own session, so without a bound they would pile up with users and tokens.
+   * At most `MAX_TIMER_SECONDS` (about 24.8 days, the longest timer); a larger value throws a RangeError.
    */
   httpSessionIdleSeconds?: number | null;
+  /**
+   * Live HTTP/SSE sessions per server (a positive integer, default 64). A new set of headers that would
+   * exceed it closes the server's least recently used idle session (upstream DELETE and GET stream too).
+   * A session is never closed under a running call: while every session is busy the server may go over the
+   * cap, and the surplus is closed, least recently used first, as calls finish.
+   */
+  maxHttpSessionsPerServer?: number;
+  /**
+   * Characters of a result that reach a ToolMessage (a positive integer, default 262144 = 256 Ki). Longer
+   * content becomes a preview ending in a note that says how much was cut; the full result is not kept.
+   * `structuredContent` / `_meta` stay in the artifact only when their JSON fits the same bound.
+   */
+  maxResultChars?: number;
+  /**
+   * Bytes of one message read from a stdio server (a positive integer, default 64 MiB; the SDK's own
+   * limit of 10 MiB closed the session). A longer message is discarded: its call fails, the session stays.
+   */
+  stdioMaxMessageBytes?: number;
+}
+
+/** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
+function checkToolkitOptions(options: McpToolkitOptions): void {
+  const idle = options.httpSessionIdleSeconds;
+  if (idle != null && !(typeof idle === "number" && idle > 0 && idle <= MAX_TIMER_SECONDS)) {
+    throw new RangeError(
+      `McpToolkitOptions.httpSessionIdleSeconds must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS} (about 24.8 days), or null to never close idle sessions`,
+    );
+  }
+  for (const name of ["maxHttpSessionsPerServer", "maxResultChars", "stdioMaxMessageBytes"] as const) {
+    const value = options[name];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new RangeError(`McpToolkitOptions.${name} must be a positive integer`);
+    }
+  }
 }
 
 /** A call made outside a tool node, e.g. by the durable-task service. */
@@ -154,6 +190,7 @@ export class McpToolkit {
   private closed = false;
 
   constructor(private readonly options: McpToolkitOptions = {}) {
+    checkToolkitOptions(options);
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
@@ -247,6 +284,8 @@ export class McpToolkit {
     const servers = new Map<string, ServerEntry>();
     const pool = new SessionPool(this.logger, {
       httpIdleMs: idle == null ? idle : idle * 1000,
+      maxHttpSessionsPerServer: this.options.maxHttpSessionsPerServer,
+      stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,
       secretsFor: (serverName) => servers.get(serverName)?.secrets ?? [],
     });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
@@ -352,6 +391,7 @@ export class McpToolkit {
       interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
       headers: base,
       secrets,
+      maxResultChars: this.options.maxResultChars,
     });
     return {
       config: server,

@@ -6,6 +6,7 @@ import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
 import { boundText } from "../shared/text";
 import { LineSplitter } from "./lines";
+import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
 export interface TransportOptions {
   /** Final headers for HTTP/SSE (ignored on stdio). */
@@ -13,6 +14,8 @@ export interface TransportOptions {
   logger: Logger;
   /** Scrubs the server's secrets out of what it writes to stderr before it reaches a log line. */
   redact: (text: string) => string;
+  /** Longest stdio message read; a longer one is discarded (its call fails), the session stays. */
+  stdioMaxMessageBytes?: number;
 }
 
 const STDERR_LINE_LIMIT = 500;
@@ -23,13 +26,24 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
   switch (server.type) {
     case "stdio": {
       if (!server.command) throw new Error(`MCP server '${serverName}' with stdio transport requires 'command' field`);
+      const maxMessageBytes = opts.stdioMaxMessageBytes ?? DEFAULT_STDIO_MAX_MESSAGE_BYTES;
       const transport = new StdioClientTransport({
         command: server.command,
         args: server.args,
         env: { ...getDefaultEnvironment(), ...server.env },
         cwd: server.cwd,
         stderr: "pipe",
+        maxBufferSize: maxMessageBytes,
       });
+      const buffer = new StdioLineBuffer(maxMessageBytes, ({ bytes, id }) =>
+        opts.logger.warn(
+          `MCP server '${serverName}' sent a stdio message of ${bytes} bytes, above the limit of ${maxMessageBytes} bytes; ` +
+            (id === undefined ? "it was discarded" : "it was discarded and its call fails"),
+        ),
+      );
+      if (!installLineBuffer(transport, buffer)) {
+        opts.logger.debug(`MCP SDK stdio transport has no replaceable read buffer; messages above ${maxMessageBytes} bytes close the session`);
+      }
       // The child's stderr goes to debug logs, whole lines only (a secret split across two reads would escape
       // redaction), scrubbed and bounded, instead of the parent's stderr.
       const lines = new LineSplitter(STDERR_PENDING_LIMIT);

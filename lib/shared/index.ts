@@ -1,5 +1,6 @@
 export { isOwnText, McpToolCallError, ownText } from "./errors";
-export { DeadlineExceededError, withDeadline } from "./deadline";
+export { DeadlineExceededError, onAbort, withDeadline, withExtendableDeadline, type DeadlineKind, type DeadlineLimits } from "./deadline";
+export { MAX_TIMER_MS, MAX_TIMER_SECONDS, setClampedTimeout, timerDelay } from "./timers";
 export { boundText } from "./text";
 export {
   assertSendableHeader,

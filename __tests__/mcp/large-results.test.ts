@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { ContentBlock, ToolMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { createMcpToolkit, DEFAULT_MAX_RESULT_CHARS, RecordingLogger, type McpToolArtifact, type McpToolkit } from "../../lib";
+import { boundConvertedResult } from "../../lib/mcp/results";
+import { responseIdOf, StdioLineBuffer } from "../../lib/mcp/stdio-buffer";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { stdioFixture, type StdioFixtureLaunch } from "../fixtures/stdio";
+
+const MiB = 1024 * 1024;
+const digits = (n: number) => "0123456789".repeat(Math.ceil(n / 10)).slice(0, n);
+const note = (total: number, kept: number, max = DEFAULT_MAX_RESULT_CHARS) =>
+  `[result truncated: showing ${kept} of ${total} characters (limit ${max}); the full result was not kept]`;
+
+interface Harness {
+  toolkit: McpToolkit;
+  tools: Record<string, DynamicStructuredTool>;
+  logger: RecordingLogger;
+}
+
+async function harness(name: string, launch: StdioFixtureLaunch, stdioMaxMessageBytes?: number): Promise<Harness> {
+  const configPath = await writeConfig(await makeTempDir(`mcp-large-${name}-`), {
+    // A discarded response must fail its call at once, long before this timeout.
+    mcpServers: { [name]: { type: "stdio", ...launch, tool_call_timeout: 10 } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger, stdioMaxMessageBytes });
+  return { toolkit, logger, tools: Object.fromEntries((await toolkit.getTools()).map((t) => [t.name, t])) };
+}
+
+let local: Harness;
+let strict: Harness;
+let id = 0;
+
+beforeAll(async () => {
+  [local, strict] = await Promise.all([
+    harness("local", stdioFixture({ name: "local", toolNames: ["large", "pid"] })),
+    harness("strict", stdioFixture({ name: "strict", toolNames: ["large", "pid"] }), MiB),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([local?.toolkit.close(), strict?.toolkit.close()]);
+});
+
+async function call(h: Harness, name: string, args: Record<string, unknown> = {}): Promise<ToolMessage> {
+  return (await h.tools[name].invoke({ type: "tool_call", id: `l${++id}`, name, args })) as ToolMessage;
+}
+
+describe("large stdio results", () => {
+  test("a 12 MiB result keeps the session and reaches the ToolMessage as a bounded preview with a note", async () => {
+    const pid = (await call(local, "local_pid")).content;
+    const chars = 12 * MiB;
+    const message = await call(local, "local_large", { chars });
+    expect(message.status).toBe("success");
+    expect(message.content).toBe(`${digits(DEFAULT_MAX_RESULT_CHARS)}\n… ${note(chars, DEFAULT_MAX_RESULT_CHARS)}`);
+    expect((await call(local, "local_pid")).content).toBe(pid);
+  });
+
+  test("structuredContent stays in the artifact only when its JSON fits the bound; otherwise a note says it was left out", async () => {
+    const over = await call(local, "local_large", { chars: DEFAULT_MAX_RESULT_CHARS, structured: true });
+    expect(over.content).toBe(digits(DEFAULT_MAX_RESULT_CHARS));
+    const artifact = over.artifact as McpToolArtifact;
+    expect(artifact.structuredContent).toBeUndefined();
+    expect(artifact.note).toBe(
+      `structuredContent (${DEFAULT_MAX_RESULT_CHARS + 11} characters of JSON) left out: larger than the limit of ${DEFAULT_MAX_RESULT_CHARS} characters; not kept`,
+    );
+  });
+
+  test("a small result is unchanged", async () => {
+    const small = await call(local, "local_large", { chars: 1000, structured: true });
+    expect(small.content).toBe(digits(1000));
+    expect(small.artifact).toEqual({ structuredContent: { data: digits(1000) } });
+  });
+
+  test("a message above stdioMaxMessageBytes fails its call with a clear error; the session (same pid) goes on", async () => {
+    const pid = (await call(strict, "strict_pid")).content;
+    const message = await call(strict, "strict_large", { chars: 2 * MiB });
+    expect(message.status).toBe("error");
+    expect(message.content).toMatch(
+      /^MCP tool 'large' on server 'strict' failed: .*the server's response of \d+ bytes is larger than the stdio message limit of 1048576 bytes \(stdioMaxMessageBytes\); it was discarded$/,
+    );
+    expect((await call(strict, "strict_pid")).content).toBe(pid);
+    expect(strict.logger.lines.some((r) => r.level === "warn" && /stdio message of \d+ bytes, above the limit/.test(r.message))).toBe(true);
+  });
+});
+
+describe("boundConvertedResult", () => {
+  test("blocks past the bound are left out and a note ends the preview", () => {
+    const image: ContentBlock.Standard = { type: "image", mimeType: "image/png", data: "A".repeat(80) };
+    const bounded = boundConvertedResult(
+      { content: [{ type: "text", text: "x".repeat(30) }, image, { type: "text", text: "y".repeat(50) }], artifact: undefined, isError: false },
+      100,
+    );
+    expect(bounded.content).toEqual([
+      { type: "text", text: "x".repeat(30) },
+      { type: "text", text: "y".repeat(50) },
+      { type: "text", text: note(160, 80, 100) },
+    ]);
+  });
+
+  test("text is cut to the bound", () => {
+    const bounded = boundConvertedResult({ content: [{ type: "text", text: "z".repeat(150) }], artifact: undefined, isError: false }, 100);
+    expect(bounded.content).toEqual([
+      { type: "text", text: "z".repeat(100) },
+      { type: "text", text: note(150, 100, 100) },
+    ]);
+  });
+});
+
+describe("StdioLineBuffer", () => {
+  test("reads messages split across chunks and several per chunk", () => {
+    const buffer = new StdioLineBuffer(1024);
+    const a = JSON.stringify({ jsonrpc: "2.0", id: 1, result: { ok: 1 } });
+    const b = JSON.stringify({ jsonrpc: "2.0", method: "notifications/progress", params: { progressToken: "t", progress: 1 } });
+    buffer.append(Buffer.from(a.slice(0, 10)));
+    expect(buffer.readMessage()).toBeNull();
+    buffer.append(Buffer.from(`${a.slice(10)}\n${b}\r\n`));
+    expect(buffer.readMessage()).toEqual(JSON.parse(a));
+    expect(buffer.readMessage()).toEqual(JSON.parse(b));
+    expect(buffer.readMessage()).toBeNull();
+  });
+
+  test("an oversized response becomes an error response for its id; the next message is read", () => {
+    const discarded: unknown[] = [];
+    const buffer = new StdioLineBuffer(100, (d) => discarded.push(d));
+    const big = JSON.stringify({ result: { content: [{ type: "text", text: "q".repeat(500), id: 9 }] }, jsonrpc: "2.0", id: 7 });
+    for (let i = 0; i < big.length; i += 64) buffer.append(Buffer.from(big.slice(i, i + 64)));
+    buffer.append(Buffer.from(`\n${JSON.stringify({ jsonrpc: "2.0", id: 8, result: {} })}\n`));
+    expect(buffer.readMessage()).toMatchObject({ jsonrpc: "2.0", id: 7, error: { code: -32603 } });
+    expect(buffer.readMessage()).toEqual({ jsonrpc: "2.0", id: 8, result: {} });
+    expect(discarded).toEqual([{ bytes: big.length, id: 7 }]);
+  });
+
+  test("response ids are found at either end, and only for responses", () => {
+    expect(responseIdOf('{"jsonrpc":"2.0","id":"a\\"b","result":{"x":', "")).toBe('a"b');
+    expect(responseIdOf('{"result":{"content":[', ',"id":9}]},"jsonrpc":"2.0","id":3}')).toBe(3);
+    expect(responseIdOf('{"result":{"content":[', '"id":9}]}}')).toBeUndefined();
+    expect(responseIdOf('{"method":"sampling/createMessage","params":{', ',"jsonrpc":"2.0","id":0}')).toBeUndefined();
+  });
+});

@@ -1,0 +1,31 @@
+import { describe, expect, test } from "@jest/globals";
+import { createMcpToolkit, type McpToolkitOptions } from "../../lib";
+import { MAX_TIMER_SECONDS } from "../../lib/shared/timers";
+
+const build = (options: McpToolkitOptions) => () => createMcpToolkit({ env: {}, ...options });
+
+describe("toolkit options are checked at construction", () => {
+  test.each([1e7, MAX_TIMER_SECONDS + 0.001, 0, -1, Number.NaN, Number.POSITIVE_INFINITY])(
+    "httpSessionIdleSeconds %p is a RangeError naming the option (a timer would fire at once or never)",
+    (value) => {
+      expect(build({ httpSessionIdleSeconds: value })).toThrow(RangeError);
+      expect(build({ httpSessionIdleSeconds: value })).toThrow(/^McpToolkitOptions\.httpSessionIdleSeconds must be .* at most 2147483\.647/);
+    },
+  );
+
+  test.each(["maxHttpSessionsPerServer", "maxResultChars", "stdioMaxMessageBytes"] as const)(
+    "%s must be a positive integer",
+    (name) => {
+      for (const value of [0, -3, 1.5, Number.NaN]) {
+        expect(build({ [name]: value })).toThrow(new RangeError(`McpToolkitOptions.${name} must be a positive integer`));
+      }
+      expect(build({ [name]: 1 })).not.toThrow();
+    },
+  );
+
+  test("values at the limits are accepted", () => {
+    expect(build({ httpSessionIdleSeconds: MAX_TIMER_SECONDS })).not.toThrow();
+    expect(build({ httpSessionIdleSeconds: null })).not.toThrow();
+    expect(build({ httpSessionIdleSeconds: 0.2 })).not.toThrow();
+  });
+});

@@ -1,0 +1,158 @@
+import { deserializeMessage, ReadBuffer } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { ErrorCode, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+
+/**
+ * The largest stdio message read (64 MiB). The SDK's own limit is 10 MiB, and a longer message made its
+ * transport fail and close the session, killing the child. A longer message is now discarded instead: the
+ * call it answers fails with a clear error and the session goes on. Results are cut far below this
+ * before they reach a ToolMessage (`maxResultChars`); this only bounds what is held in memory while reading.
+ */
+export const DEFAULT_STDIO_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** Bytes kept of each end of a discarded message, enough to find its JSON-RPC id. */
+const EDGE_BYTES = 256;
+
+const SCALAR = String.raw`(?:"(?:[^"\\]|\\.)*"|-?\d+)`;
+/** A response's opening: only `jsonrpc`/`id` pairs before `"result"` or `"error"`. */
+const RESPONSE_HEAD = new RegExp(String.raw`^\s*\{((?:\s*"(?:jsonrpc|id)"\s*:\s*${SCALAR}\s*,)*)\s*"(?:result|error)"\s*:`);
+/** Top-level `jsonrpc`/`id` pairs after the result, closing the message. */
+const RESPONSE_TAIL = new RegExp(String.raw`((?:,\s*"(?:jsonrpc|id)"\s*:\s*${SCALAR}\s*)+)\}\s*$`);
+const ID_PAIR = new RegExp(String.raw`"id"\s*:\s*(${SCALAR})`);
+
+export interface DiscardedMessage {
+  bytes: number;
+  /** The JSON-RPC id of the response, when the message was recognisably one. */
+  id: string | number | undefined;
+}
+
+/** The id of a response whose first and last bytes are `head` and `tail`; undefined when not recognisable. */
+export function responseIdOf(head: string, tail: string): string | number | undefined {
+  const opening = RESPONSE_HEAD.exec(head);
+  if (!opening) return undefined;
+  const pairs = ID_PAIR.exec(opening[1]) ?? ID_PAIR.exec(RESPONSE_TAIL.exec(tail)?.[1] ?? "");
+  if (!pairs) return undefined;
+  return JSON.parse(pairs[1]) as string | number;
+}
+
+interface Discarding {
+  bytes: number;
+  head: Buffer;
+  tail: Buffer;
+}
+
+/**
+ * Splits a stdio stream into JSON-RPC messages, like the SDK's `ReadBuffer`, but
+ * - linear in the message size (the SDK's buffer copies everything read so far on each chunk), and
+ * - a line above `maxMessageBytes` is discarded rather than failing the transport. When it is a response,
+ *   its request gets an error response of ours in its place, so the call fails now instead of at its timeout.
+ */
+export class StdioLineBuffer {
+  private line: Buffer[] = [];
+  private lineBytes = 0;
+  private discarding: Discarding | null = null;
+  private readonly ready: Array<string | JSONRPCMessage> = [];
+
+  constructor(
+    private readonly maxMessageBytes: number,
+    private readonly onDiscard: (discarded: DiscardedMessage) => void = () => undefined,
+  ) {}
+
+  append(chunk: Buffer): void {
+    let start = 0;
+    while (start < chunk.length) {
+      const newline = chunk.indexOf(10, start);
+      const end = newline === -1 ? chunk.length : newline;
+      if (end > start) this.add(chunk.subarray(start, end));
+      if (newline === -1) break;
+      this.endLine();
+      start = newline + 1;
+    }
+  }
+
+  /** The next complete message, or null. Throws for a line that is not a JSON-RPC message (the transport reports it and reads on). */
+  readMessage(): JSONRPCMessage | null {
+    const next = this.ready.shift();
+    if (next === undefined) return null;
+    return typeof next === "string" ? deserializeMessage(next) : next;
+  }
+
+  clear(): void {
+    this.line = [];
+    this.lineBytes = 0;
+    this.discarding = null;
+    this.ready.length = 0;
+  }
+
+  private add(piece: Buffer): void {
+    const discarding = this.discarding;
+    if (discarding) {
+      discarding.bytes += piece.length;
+      discarding.tail = lastBytes(Buffer.concat([discarding.tail, lastBytes(piece, EDGE_BYTES)]), EDGE_BYTES);
+      return;
+    }
+    if (this.lineBytes + piece.length <= this.maxMessageBytes) {
+      this.line.push(piece);
+      this.lineBytes += piece.length;
+      return;
+    }
+    this.discarding = {
+      bytes: this.lineBytes + piece.length,
+      head: firstBytes([...this.line, piece], EDGE_BYTES),
+      tail: Buffer.from(lastBytes(piece, EDGE_BYTES)),
+    };
+    this.line = [];
+    this.lineBytes = 0;
+  }
+
+  private endLine(): void {
+    const discarding = this.discarding;
+    if (discarding) {
+      this.discarding = null;
+      const id = responseIdOf(discarding.head.toString("utf8"), discarding.tail.toString("utf8").replace(/\r$/, ""));
+      this.onDiscard({ bytes: discarding.bytes, id });
+      if (id !== undefined) {
+        this.ready.push({
+          jsonrpc: "2.0",
+          id,
+          error: {
+            code: ErrorCode.InternalError,
+            message: `the server's response of ${discarding.bytes} bytes is larger than the stdio message limit of ${this.maxMessageBytes} bytes (stdioMaxMessageBytes); it was discarded`,
+          },
+        });
+      }
+      return;
+    }
+    if (this.lineBytes === 0) return;
+    const text = (this.line.length === 1 ? this.line[0] : Buffer.concat(this.line, this.lineBytes)).toString("utf8").replace(/\r$/, "");
+    this.line = [];
+    this.lineBytes = 0;
+    if (text.trim() !== "") this.ready.push(text);
+  }
+}
+
+/** A copy of the first `n` bytes of `chunks`. */
+function firstBytes(chunks: readonly Buffer[], n: number): Buffer {
+  const taken: Buffer[] = [];
+  let size = 0;
+  for (const chunk of chunks) {
+    if (size >= n) break;
+    taken.push(chunk.subarray(0, n - size));
+    size += taken[taken.length - 1].length;
+  }
+  return Buffer.concat(taken, size);
+}
+
+function lastBytes(buffer: Buffer, n: number): Buffer {
+  return buffer.length <= n ? buffer : buffer.subarray(buffer.length - n);
+}
+
+/**
+ * Puts `buffer` in place of the SDK stdio transport's own read buffer (a private field of SDK 1.x).
+ * Returns false, leaving the transport as it was, when the SDK no longer has that field.
+ */
+export function installLineBuffer(transport: object, buffer: StdioLineBuffer): boolean {
+  const holder = transport as { _readBuffer?: unknown };
+  if (!(holder._readBuffer instanceof ReadBuffer)) return false;
+  holder._readBuffer = buffer;
+  return true;
+}
