@@ -137,9 +137,9 @@ describe("loadExtensionsConfig", () => {
       });
       expect(Object.keys(loaded.config.mcpServers).sort()).toEqual(["disabledNoUrl", "ok"]);
       expect(loaded.skipped).toEqual([
-        { server: "noCommand", reason: "MCP server 'noCommand' with stdio transport requires 'command' field" },
-        { server: "noUrl", reason: "MCP server 'noUrl' with http transport requires 'url' field" },
-        { server: "sseNoUrl", reason: "MCP server 'sseNoUrl' with sse transport requires 'url' field" },
+        { server: "noCommand", transport: "stdio", reason: "MCP server 'noCommand' with stdio transport requires 'command' field" },
+        { server: "noUrl", transport: "http", reason: "MCP server 'noUrl' with http transport requires 'url' field" },
+        { server: "sseNoUrl", transport: "sse", reason: "MCP server 'sseNoUrl' with sse transport requires 'url' field" },
       ]);
       expect(logger.messages("warn")).toEqual(loaded.skipped.map((s) => s.reason));
     });
@@ -206,7 +206,7 @@ describe("loadExtensionsConfig", () => {
       const reason =
         "MCP server 'broken' references unset environment variable(s) MISSING_TOKEN, OTHER_MISSING; not starting it";
       expect(loaded.skipped).toEqual([
-        { server: "broken", reason, missingVariables: ["MISSING_TOKEN", "OTHER_MISSING"] },
+        { server: "broken", transport: "http", reason, missingVariables: ["MISSING_TOKEN", "OTHER_MISSING"] },
       ]);
       expect(logger.messages("warn")).toEqual([reason]);
       expect(JSON.stringify(logger.lines)).not.toContain(SECRET);
@@ -254,7 +254,7 @@ describe("loadExtensionsConfig", () => {
     ])("%s: the server is skipped with a message naming header and layer", async (_what, headers, problem) => {
       const env = { BAD_HEADER_VALUE: "secret-part\r\nX-Evil: 1" };
       const loaded = await load({ mcpServers: { api: { type: "http", url: "https://x/mcp", headers }, ok: { command: "npx" } } }, env);
-      expect(loaded.skipped).toEqual([{ server: "api", reason: `MCP server 'api': ${problem}; not starting it` }]);
+      expect(loaded.skipped).toEqual([{ server: "api", transport: "http", reason: `MCP server 'api': ${problem}; not starting it` }]);
       expect(Object.keys(loaded.config.mcpServers)).toEqual(["ok"]);
       expect(JSON.stringify(loaded.skipped)).not.toContain("secret-part");
     });

@@ -1,2 +1,2 @@
 export { runCli } from "./main";
-export type { CliIo } from "./commands";
+export type { CliIo } from "./io";

@@ -1,33 +1,48 @@
 #!/usr/bin/env node
-import { checkCommand, toolsCommand, type CliIo } from "./commands";
+import { UsageError } from "./args";
+import { checkCommand, toolsCommand } from "./commands";
+import type { CliIo } from "./io";
 
 const USAGE = `usage: mcp-harness <command> [options]
 
 commands:
-  check [config] [--json]   validate an extensions config (exit 1 on errors)
-  tools [config] [--json]   discover the MCP tools of every enabled server
+  check [config] [--json] [--offline] [--allow-empty]
+      validate an extensions config, then try every enabled server (connect + list tools) and load every
+      mcpInterceptors entry; exit 1 on any failure, or when no config is found (unless --allow-empty).
+      --offline validates the file only: no server is started, no interceptor module is resolved.
+  tools [config] [--json]
+      discover the MCP tools of every enabled server; exit 1 when every enabled server failed.
+
+[config] is a file path; without it MCP_HARNESS_CONFIG, then extensions_config.json / mcp_config.json in the
+working directory and the project root. Exit codes: 0 ok, 1 failed, 2 usage error.
 `;
 
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const [command, ...rest] = argv;
-  switch (command) {
-    case "check":
-      return checkCommand(rest, io);
-    case "tools":
-      return toolsCommand(rest, io);
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      io.out(USAGE);
-      return command === undefined ? 2 : 0;
-    case "tasks":
-    case "worker":
-      io.err(`mcp-harness ${command}: durable tasks are not available in this version`);
-      return 2;
-    default:
-      io.err(`unknown command '${command}'\n${USAGE}`);
-      return 2;
+  try {
+    switch (command) {
+      case "check":
+        return await checkCommand(rest, io);
+      case "tools":
+        return await toolsCommand(rest, io);
+      case undefined:
+      case "help":
+      case "--help":
+      case "-h":
+        io.out(USAGE);
+        return command === undefined ? 2 : 0;
+      case "tasks":
+      case "worker":
+        io.err(`mcp-harness ${command}: durable tasks are not available in this version`);
+        return 2;
+      default:
+        io.err(`unknown command '${command}'\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.err(`mcp-harness ${command}: ${err.message}\n${USAGE}`);
+    return 2;
   }
 }
 
@@ -37,6 +52,7 @@ if (require.main === module) {
     err: (t) => process.stderr.write(`${t}\n`),
     env: process.env,
     cwd: process.cwd(),
+    interactive: Boolean(process.stderr.isTTY),
   };
   runCli(process.argv.slice(2), io).then(
     (code) => process.exit(code),

@@ -39,6 +39,7 @@ export {
   CONFIG_FILE_NAMES,
   CONFIG_PATH_ENV_VAR,
   ConfigFileNotFoundError,
+  configSearchDirs,
   resolveExtensionsConfigPath,
   type ConfigPathSource,
   type ResolveConfigPathOptions,

@@ -28,6 +28,8 @@ export interface LoadExtensionsConfigOptions {
 /** An enabled server that is not started; `reason` names fields and variables, never values. */
 export interface SkippedServer {
   server: string;
+  /** The transport the entry declares or implies; `null` when its transport fields are malformed. */
+  transport: McpTransportType | null;
   reason: string;
   missingVariables?: string[];
 }
@@ -118,6 +120,7 @@ function prepareServers(
     if (missing.length > 0) {
       skipped.push({
         server: name,
+        transport: transportOf(server),
         reason: `MCP server '${name}' references unset environment variable(s) ${missing.join(", ")}; not starting it`,
         missingVariables: missing,
       });
@@ -126,7 +129,7 @@ function prepareServers(
     const resolved = value as Record<string, unknown>;
     const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved);
     if (problem !== null) {
-      skipped.push({ server: name, reason: problem });
+      skipped.push({ server: name, transport: transportOf(resolved), reason: problem });
       continue;
     }
     kept.push([name, resolved]);

@@ -50,12 +50,18 @@ export function resolveExtensionsConfigPath(opts: ResolveConfigPathOptions = {})
     return resolved;
   }
 
-  const dir = nodePath.resolve(cwd);
-  const inCwd = findConfigIn(dir);
-  if (inCwd) return inCwd;
-  const root = projectRootOf(dir);
-  if (root !== null && root !== dir) return findConfigIn(root);
+  for (const dir of configSearchDirs(cwd)) {
+    const found = findConfigIn(dir);
+    if (found) return found;
+  }
   return null;
+}
+
+/** The folders the search looks in, in order: the working directory, then the project root when it differs. */
+export function configSearchDirs(cwd: string = process.cwd()): string[] {
+  const dir = nodePath.resolve(cwd);
+  const root = projectRootOf(dir);
+  return root !== null && root !== dir ? [dir, root] : [dir];
 }
 
 function findConfigIn(dir: string): string | null {

@@ -33,6 +33,93 @@ function exportOf(mod: unknown, name: string): unknown {
   return typeof fallback === "object" && fallback !== null ? (fallback as Record<string, unknown>)[name] : undefined;
 }
 
+/** The first line of an error's message, bounded: module errors append a "Require stack" of local paths. */
+function reasonOf(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  return boundText(message.split(/\r?\n/, 1)[0] ?? "", REASON_MAX_CHARS);
+}
+
+/** An `mcpInterceptors` entry that cannot be used; `message` names the entry, never a value. */
+export class InterceptorSpecError extends Error {
+  constructor(
+    readonly spec: string,
+    /** Why, without the entry's name: "the module cannot be resolved: Cannot find module './x.js'". */
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "InterceptorSpecError";
+  }
+}
+
+export interface ResolvedInterceptorSpec {
+  spec: string;
+  moduleName: string;
+  exportName: string;
+  /** The module file the entry names. */
+  path: string;
+}
+
+/**
+ * Splits a `"module:export"` entry and resolves its module relative to the config file (a relative path,
+ * or a package visible from the config's folder; the working directory when there is no file). Throws an
+ * `InterceptorSpecError` when the entry is malformed or the module cannot be found. Nothing is loaded.
+ */
+export function resolveInterceptorSpec(spec: string, configPath: string | null): ResolvedInterceptorSpec {
+  const colon = spec.lastIndexOf(":");
+  if (colon <= 0 || colon === spec.length - 1) {
+    throw new InterceptorSpecError(
+      spec,
+      "not of the form 'module:export'",
+      `MCP interceptor '${spec}' is not of the form 'module:export'; skipping it`,
+    );
+  }
+  const moduleName = spec.slice(0, colon);
+  const exportName = spec.slice(colon + 1);
+  const anchor = configPath ?? nodePath.join(process.cwd(), "extensions_config.json");
+  try {
+    return { spec, moduleName, exportName, path: createRequire(anchor).resolve(moduleName) };
+  } catch (err) {
+    const reason = reasonOf(err);
+    throw new InterceptorSpecError(spec, `the module cannot be resolved: ${reason}`, `Failed to load MCP interceptor '${spec}'; skipping it: ${reason}`);
+  }
+}
+
+/**
+ * Loads one entry as startup does: resolve, import, call the builder. Returns the interceptor, or `null`
+ * when the builder returned nothing; throws an `InterceptorSpecError` for everything that skips the entry.
+ */
+export async function buildCustomInterceptor(spec: string, configPath: string | null): Promise<McpToolInterceptor | null> {
+  const resolved = resolveInterceptorSpec(spec, configPath);
+  let builder: unknown;
+  let interceptor: unknown;
+  try {
+    builder = exportOf(await loadModule(resolved.path), resolved.exportName);
+    if (typeof builder !== "function") {
+      throw new InterceptorSpecError(
+        spec,
+        `the module has no function export '${resolved.exportName}'`,
+        `MCP interceptor '${spec}': the module has no function export '${resolved.exportName}'; skipping it`,
+      );
+    }
+    interceptor = await (builder as () => unknown)();
+  } catch (err) {
+    if (err instanceof InterceptorSpecError) throw err;
+    const reason = reasonOf(err);
+    const stage = typeof builder === "function" ? "the builder failed" : "the module cannot be loaded";
+    throw new InterceptorSpecError(spec, `${stage}: ${reason}`, `Failed to load MCP interceptor '${spec}'; skipping it: ${reason}`);
+  }
+  if (interceptor === null || interceptor === undefined) return null;
+  if (typeof interceptor !== "function") {
+    throw new InterceptorSpecError(
+      spec,
+      `the builder returned a ${typeof interceptor}, not a function`,
+      `MCP interceptor builder '${spec}' returned a ${typeof interceptor}, not a function; skipping it`,
+    );
+  }
+  return interceptor as McpToolInterceptor;
+}
+
 /**
  * Loads the custom interceptors of `mcpInterceptors` (SPEC §4.2): each entry is `"module:export"`, the
  * module resolved relative to the config file (a relative path, or a package visible from there); the export
@@ -44,36 +131,19 @@ export async function loadCustomInterceptors(
   configPath: string | null,
   logger: Logger,
 ): Promise<McpToolInterceptor[]> {
-  if (specs.length === 0) return [];
-  const anchor = configPath ?? nodePath.join(process.cwd(), "extensions_config.json");
-  const resolveFrom = createRequire(anchor);
   const loaded: McpToolInterceptor[] = [];
   for (const spec of specs) {
-    const colon = spec.lastIndexOf(":");
-    if (colon <= 0 || colon === spec.length - 1) {
-      logger.warn(`MCP interceptor '${spec}' is not of the form 'module:export'; skipping it`);
-      continue;
-    }
-    const moduleName = spec.slice(0, colon);
-    const exportName = spec.slice(colon + 1);
     try {
-      const builder = exportOf(await loadModule(resolveFrom.resolve(moduleName)), exportName);
-      if (typeof builder !== "function") {
-        logger.warn(`MCP interceptor '${spec}': the module has no function export '${exportName}'; skipping it`);
-        continue;
-      }
-      const interceptor: unknown = await (builder as () => unknown)();
-      if (interceptor === null || interceptor === undefined) {
+      const interceptor = await buildCustomInterceptor(spec, configPath);
+      if (interceptor === null) {
         logger.debug(`MCP interceptor builder '${spec}' returned nothing; skipping it`);
-      } else if (typeof interceptor !== "function") {
-        logger.warn(`MCP interceptor builder '${spec}' returned a ${typeof interceptor}, not a function; skipping it`);
       } else {
-        loaded.push(interceptor as McpToolInterceptor);
+        loaded.push(interceptor);
         logger.info(`Loaded MCP interceptor '${spec}'`);
       }
     } catch (err) {
-      const reason = boundText((err as Error)?.message ?? String(err), REASON_MAX_CHARS);
-      logger.warn(`Failed to load MCP interceptor '${spec}'; skipping it: ${reason}`);
+      if (!(err instanceof InterceptorSpecError)) throw err;
+      logger.warn(err.message);
     }
   }
   return loaded;

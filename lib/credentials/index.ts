@@ -13,4 +13,11 @@ export { OAuthTokenManager, OAUTH_HEADER, DEFAULT_TOKEN_REQUEST_TIMEOUT_MS, type
 export { userAuthInterceptor } from "./user-auth";
 export { contextHeadersInterceptor } from "./context-headers";
 export { credentialLayers, ServerHeaders, StdioLayerWarnings, type CredentialLayers } from "./layers";
-export { interceptorSpecs, loadCustomInterceptors } from "./custom-interceptors";
+export {
+  buildCustomInterceptor,
+  interceptorSpecs,
+  InterceptorSpecError,
+  loadCustomInterceptors,
+  resolveInterceptorSpec,
+  type ResolvedInterceptorSpec,
+} from "./custom-interceptors";

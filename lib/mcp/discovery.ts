@@ -20,8 +20,10 @@ export interface ServerDiscovery {
   serverName: string;
   server: McpServerConfig;
   tools: DiscoveredTool[];
-  /** Set when the server contributed nothing because it failed or timed out. */
+  /** Set when the server contributed nothing because it failed or timed out: the logged warning. */
   failure?: string;
+  /** The same without the "Skipping MCP server" frame: "timed out after 2.0s", "fetch failed (…)". */
+  reason?: string;
 }
 
 const FAILURE_REASON_MAX_CHARS = 500;
@@ -101,30 +103,53 @@ function secretsOf(target: DiscoveryTarget, sent: HeaderMap | undefined): Redact
   return Redactor.of(sent ? [...target.secrets, ...headerSecrets(sent)] : target.secrets);
 }
 
-/** Every server in parallel; a failing or hanging server contributes nothing and one warning. */
+/**
+ * Every server in parallel; a failing or hanging server contributes nothing and one warning. `onDone`
+ * hears each server as soon as its discovery ends (for progress reports).
+ */
 export async function discoverAll(
   servers: readonly DiscoveryTarget[],
   pool: SessionPool,
   logger: Logger,
+  onDone?: (discovery: ServerDiscovery) => void,
 ): Promise<ServerDiscovery[]> {
   return Promise.all(
     servers.map(async (target): Promise<ServerDiscovery> => {
-      const { serverName, server } = target;
-      const sent: { headers?: HeaderMap } = {};
-      try {
-        const tools = await discoverServer(target, pool, sent);
-        return { serverName, server, tools };
-      } catch (err) {
-        // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
-        const reason = secretsOf(target, sent.headers).text((err as Error)?.message ?? String(err));
-        const failure =
-          err instanceof DeadlineExceededError
-            ? `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`
-            : `Skipping MCP server '${serverName}' after tool discovery failed: ${boundText(reason, FAILURE_REASON_MAX_CHARS)}`;
-        logger.warn(failure);
-        await pool.closeServer(serverName);
-        return { serverName, server, tools: [], failure };
-      }
+      const discovery = await discoverOne(target, pool, logger);
+      onDone?.(discovery);
+      return discovery;
     }),
   );
+}
+
+/** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
+function errorText(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  const cause = (err as { cause?: unknown })?.cause;
+  // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
+  const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
+  return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
+}
+
+async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: Logger): Promise<ServerDiscovery> {
+  const { serverName, server } = target;
+  const sent: { headers?: HeaderMap } = {};
+  try {
+    const tools = await discoverServer(target, pool, sent);
+    return { serverName, server, tools };
+  } catch (err) {
+    let reason: string;
+    let failure: string;
+    if (err instanceof DeadlineExceededError) {
+      reason = `timed out after ${(err.timeoutMs / 1000).toFixed(1)}s`;
+      failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`;
+    } else {
+      // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
+      reason = boundText(secretsOf(target, sent.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
+      failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
+    }
+    logger.warn(failure);
+    await pool.closeServer(serverName);
+    return { serverName, server, tools: [], failure, reason };
+  }
 }

@@ -9,10 +9,19 @@ export {
   type McpToolCallPatch,
   type McpCallOutcome,
 } from "../shared/interceptor";
-export { renderRoutingHints, resolveEffectiveRouting } from "./routing";
-export { getMcpToolRecord, getMcpRouting, MCP_METADATA_KEY, MCP_ROUTING_METADATA_KEY, type McpToolRecord } from "./metadata";
+export { renderRoutingHints, resolveEffectiveRouting, resolveToolRouting } from "./routing";
+export {
+  getMcpToolRecord,
+  getMcpRouting,
+  MCP_METADATA_KEY,
+  MCP_ROUTING_METADATA_KEY,
+  type McpRoutingScope,
+  type McpToolRecord,
+  type McpToolRouting,
+} from "./metadata";
 export { type McpProgressEvent } from "./call";
 export { DEFAULT_MAX_RESULT_CHARS, type McpToolArtifact } from "./results";
 export { DEFAULT_HTTP_SESSION_IDLE_MS, DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER } from "./pool";
 export { DEFAULT_STDIO_MAX_MESSAGE_BYTES } from "./stdio-buffer";
 export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";
+export { probeServers, type ProbeServersOptions, type ServerProbe } from "./probe";

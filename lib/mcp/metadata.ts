@@ -13,6 +13,17 @@ export interface ToolWithMetadata {
   metadata?: Record<string, unknown>;
 }
 
+/**
+ * Where a tool's routing came from: `"server"` when it is the server's `routing` unchanged (the tool shares
+ * one server-level hint with its siblings), `"tool"` when a `tools.<raw>.routing` override changed it.
+ */
+export type McpRoutingScope = "server" | "tool";
+
+/** The routing recorded on a harness tool: its effective routing and where that came from. */
+export interface McpToolRouting extends McpRouting {
+  scope: McpRoutingScope;
+}
+
 export const MCP_METADATA_KEY = "mcp";
 export const MCP_ROUTING_METADATA_KEY = "mcp_routing";
 
@@ -25,10 +36,11 @@ export function getMcpToolRecord(tool: ToolWithMetadata): McpToolRecord | undefi
 }
 
 /** The effective routing of a harness tool, or undefined for non-MCP tools and mode "off". */
-export function getMcpRouting(tool: ToolWithMetadata): McpRouting | undefined {
+export function getMcpRouting(tool: ToolWithMetadata): McpToolRouting | undefined {
   if (!getMcpToolRecord(tool)) return undefined;
   const value = tool.metadata?.[MCP_ROUTING_METADATA_KEY];
   if (!value || typeof value !== "object") return undefined;
-  const routing = value as McpRouting;
-  return routing.mode === "off" ? undefined : routing;
+  const routing = value as Partial<McpToolRouting>;
+  if (routing.mode !== "prefer" || typeof routing.priority !== "number" || !Array.isArray(routing.keywords)) return undefined;
+  return { mode: routing.mode, priority: routing.priority, keywords: routing.keywords, scope: routing.scope === "server" ? "server" : "tool" };
 }

@@ -30,7 +30,7 @@ import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { SessionPool } from "./pool";
-import { resolveEffectiveRouting } from "./routing";
+import { resolveToolRouting } from "./routing";
 import { createHarnessTool } from "./tool";
 import { McpToolCallError, ownText } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
@@ -144,7 +144,7 @@ const MAX_LOAD_ATTEMPTS = 5;
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 /** The headers every call and the discovery of a server start from; one frozen object per server config. */
-function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
+export function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
   if (server.type === "stdio") return EMPTY_HEADERS;
   let headers = frozenHeaders.get(server);
   if (!headers) {
@@ -158,7 +158,7 @@ function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> 
  * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values and the
  * OAuth client credentials. Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
  */
-function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
+export function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
   return Object.freeze([
     ...envSecrets,
     ...headerSecrets(server.headers),
@@ -320,7 +320,7 @@ export class McpToolkit {
           description: candidate.tool.definition.description ?? "",
           inputSchema: candidate.tool.inputSchema,
           record: { server: candidate.server, rawName: candidate.rawName, transport: candidate.serverConfig.type },
-          routing: resolveEffectiveRouting(candidate.serverConfig, candidate.rawName),
+          routing: resolveToolRouting(candidate.serverConfig, candidate.rawName),
           annotations: candidate.tool.definition.annotations as Record<string, unknown> | undefined,
         },
         invoke,

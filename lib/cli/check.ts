@@ -1,0 +1,183 @@
+import type { LoadedExtensionsConfig, McpRouting, McpTransportType } from "../config";
+import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
+import { probeServers, type ServerProbe } from "../mcp";
+import { RecordingLogger } from "../shared/logger";
+import { parseArgs } from "./args";
+import { CliConfigError, loadForCli, searchedLocations } from "./config";
+import type { CliIo } from "./io";
+import { renderTable } from "./table";
+
+type ServerStatus = "ok" | "failed" | "skipped" | "disabled" | "unchecked";
+
+interface ServerReport {
+  name: string;
+  /** `null` for a skipped entry whose transport fields are malformed. */
+  transport: McpTransportType | null;
+  enabled: boolean;
+  status: ServerStatus;
+  /** Tools listed, when the server was tried and started. */
+  tools?: number;
+  reason?: string;
+  routing: McpRouting | null;
+}
+
+interface InterceptorReport {
+  spec: string;
+  status: "ok" | "failed" | "unchecked";
+  reason?: string;
+}
+
+export const CHECK_FLAGS = ["json", "offline", "allow-empty"] as const;
+
+/** "MCP server 'gh' references … ; not starting it" → "references …": the line already names the server. */
+function bareSkipReason(server: string, reason: string): string {
+  const prefix = `MCP server '${server}'`;
+  let bare = reason.startsWith(prefix) ? reason.slice(prefix.length).replace(/^[:\s]+/, "") : reason;
+  bare = bare.replace(/; not starting it$/, "");
+  return bare;
+}
+
+function serverLine(server: ServerReport): string {
+  const what = server.status === "skipped" ? "not started" : "cannot start";
+  return `server '${server.name}' (${server.transport ?? "unknown transport"}) ${what}: ${server.reason ?? "unknown reason"}`;
+}
+
+function interceptorLine(interceptor: InterceptorReport): string {
+  return `interceptor '${interceptor.spec}' cannot be used: ${interceptor.reason ?? "unknown reason"}`;
+}
+
+async function checkInterceptors(specs: readonly string[], path: string | null): Promise<InterceptorReport[]> {
+  const reports: InterceptorReport[] = [];
+  // One after another, in order, as startup loads them.
+  for (const spec of specs) {
+    try {
+      await buildCustomInterceptor(spec, path);
+      reports.push({ spec, status: "ok" });
+    } catch (err) {
+      if (!(err instanceof InterceptorSpecError)) throw err;
+      reports.push({ spec, status: "failed", reason: err.reason });
+    }
+  }
+  return reports;
+}
+
+/** Tries every enabled server; on a terminal, one progress line per server as it finishes. */
+async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress: boolean): Promise<Map<string, ServerProbe>> {
+  const enabled = Object.values(loaded.config.mcpServers).filter((s) => s.enabled).length;
+  if (enabled === 0) return new Map();
+  let done = 0;
+  if (progress) io.err(`checking ${enabled} enabled server(s)…`);
+  const probes = await probeServers(loaded, {
+    logger: new RecordingLogger(),
+    onResult: (probe) => {
+      done += 1;
+      if (!progress) return;
+      const outcome = probe.ok ? `ok, ${probe.tools} tool(s)` : "failed";
+      io.err(`  [${done}/${enabled}] ${probe.server} (${probe.transport}): ${outcome}`);
+    },
+  });
+  return new Map(probes.map((p) => [p.server, p]));
+}
+
+/**
+ * `check [config] [--json] [--offline] [--allow-empty]`: validate the config, then (unless `--offline`)
+ * try every enabled server (connect + list tools, under its `session_init_timeout`, in parallel) and load
+ * every `mcpInterceptors` entry as startup would. Exit 1 when the file is invalid, when no config was found
+ * (unless `--allow-empty`), or when any enabled server or interceptor fails; one line per failure.
+ */
+export async function checkCommand(args: readonly string[], io: CliIo): Promise<number> {
+  const { positional, flags } = parseArgs(args, CHECK_FLAGS, 1);
+  const json = flags.has("json");
+  const offline = flags.has("offline");
+  const report = (value: object) => io.out(JSON.stringify(value, null, 2));
+
+  let loaded: LoadedExtensionsConfig;
+  try {
+    loaded = await loadForCli(positional[0], io, new RecordingLogger());
+  } catch (err) {
+    if (!(err instanceof CliConfigError)) throw err;
+    if (json) report({ ok: false, error: err.message });
+    else io.err(err.message);
+    return 1;
+  }
+
+  if (loaded.path === null) {
+    const allowEmpty = flags.has("allow-empty");
+    const message = allowEmpty
+      ? `no extensions config found (${searchedLocations(io)}); --allow-empty: an empty config is OK`
+      : `no extensions config found: ${searchedLocations(io)}. Give a file, set MCP_HARNESS_CONFIG, or pass --allow-empty`;
+    if (json) report({ ok: allowEmpty, path: null, offline, error: allowEmpty ? undefined : message, servers: [], interceptors: [], failures: allowEmpty ? [] : [message], warnings: [], skipped: [] });
+    else if (allowEmpty) io.out(message);
+    else io.err(message);
+    return allowEmpty ? 0 : 1;
+  }
+
+  const specs = interceptorSpecs(loaded.config.mcpInterceptors);
+  const progress = Boolean(io.interactive) && !json && !offline;
+  const [probes, interceptors] = offline
+    ? [new Map<string, ServerProbe>(), specs.map((spec): InterceptorReport => ({ spec, status: "unchecked" }))]
+    : await Promise.all([checkServers(loaded, io, progress), checkInterceptors(specs, loaded.path)]);
+
+  const servers: ServerReport[] = Object.entries(loaded.config.mcpServers).map(([name, server]) => {
+    const routing = { ...server.routing, keywords: [...server.routing.keywords] };
+    const entry = (status: ServerStatus, extra: { tools?: number; reason?: string } = {}): ServerReport => ({
+      name,
+      transport: server.type,
+      enabled: server.enabled,
+      status,
+      ...extra,
+      routing,
+    });
+    if (!server.enabled) return entry("disabled");
+    const probe = probes.get(name);
+    if (!probe) return entry("unchecked");
+    if (probe.ok) return entry("ok", { tools: probe.tools });
+    return entry("failed", { reason: probe.reason ?? "failed" });
+  });
+  for (const skipped of loaded.skipped) {
+    servers.push({
+      name: skipped.server,
+      transport: skipped.transport,
+      enabled: true,
+      status: "skipped",
+      reason: bareSkipReason(skipped.server, skipped.reason),
+      routing: null,
+    });
+  }
+
+  // In the file's order.
+  const order = Object.keys(loaded.raw.mcpServers && typeof loaded.raw.mcpServers === "object" ? loaded.raw.mcpServers : {});
+  servers.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+
+  const failures = [
+    ...servers.filter((s) => s.status === "failed" || s.status === "skipped").map(serverLine),
+    ...interceptors.filter((i) => i.status === "failed").map(interceptorLine),
+  ];
+  const ok = failures.length === 0;
+
+  if (json) {
+    report({ ok, path: loaded.path, offline, servers, interceptors, failures, warnings: loaded.warnings, skipped: loaded.skipped });
+    return ok ? 0 : 1;
+  }
+  io.out(`config: ${loaded.path}`);
+  io.out(
+    renderTable(
+      ["server", "transport", "enabled", "status"],
+      servers.map((s) => [
+        s.name,
+        s.transport ?? "?",
+        String(s.enabled),
+        s.status === "ok" ? `ok (${s.tools} tool${s.tools === 1 ? "" : "s"})` : s.status === "unchecked" ? "not checked (--offline)" : s.status,
+      ]),
+    ),
+  );
+  if (interceptors.length > 0) {
+    io.out("");
+    io.out(renderTable(["interceptor", "status"], interceptors.map((i) => [i.spec, i.status === "unchecked" ? "not checked (--offline)" : i.status])));
+  }
+  for (const warning of loaded.warnings) io.err(`warning: ${warning}`);
+  for (const failure of failures) io.err(`error: ${failure}`);
+  if (ok) io.out(offline ? "config OK (offline: servers and interceptors were not tried)" : "config OK");
+  else io.out(`check failed: ${failures.length} problem(s)`);
+  return ok ? 0 : 1;
+}
