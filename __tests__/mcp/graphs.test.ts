@@ -103,7 +103,7 @@ describe("prebuilt ToolNode in a StateGraph", () => {
     }
   });
 
-  // flush: false lets the server send the result in the same read as the notifications (see lib/mcp/progress.ts).
+  // flush: false lets the server send the result in the same read as the notifications (see lib/sessions/progress.ts).
   test("MCP progress notifications reach the LangGraph custom stream", async () => {
     const events: unknown[] = [];
     const stream = await toolNodeGraph(tools).stream(

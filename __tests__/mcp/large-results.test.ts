@@ -3,7 +3,7 @@ import type { ContentBlock, ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, DEFAULT_MAX_RESULT_CHARS, RecordingLogger, type McpToolArtifact, type McpToolkit } from "../../lib";
 import { boundConvertedResult } from "../../lib/mcp/results";
-import { responseIdOf, StdioLineBuffer } from "../../lib/mcp/stdio-buffer";
+import { responseIdOf, StdioLineBuffer } from "../../lib/sessions/stdio-buffer";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { stdioFixture, type StdioFixtureLaunch } from "../fixtures/stdio";
 

@@ -13,7 +13,7 @@ import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
-import type { SessionPool } from "./pool";
+import type { SessionPool } from "../sessions";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";

@@ -7,7 +7,7 @@ import type { HeaderMap } from "../shared/headers";
 import { headerSecrets, Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
-import type { SessionPool } from "./pool";
+import type { SessionPool } from "../sessions";
 import { boundText } from "../shared/text";
 
 export interface DiscoveredTool {

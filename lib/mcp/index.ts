@@ -21,7 +21,7 @@ export {
 } from "./metadata";
 export { type McpProgressEvent } from "./call";
 export { DEFAULT_MAX_RESULT_CHARS, type McpToolArtifact } from "./results";
-export { DEFAULT_HTTP_SESSION_IDLE_MS, DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER } from "./pool";
-export { DEFAULT_STDIO_MAX_MESSAGE_BYTES } from "./stdio-buffer";
+export { DEFAULT_HTTP_SESSION_IDLE_MS, DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER } from "../sessions";
+export { DEFAULT_STDIO_MAX_MESSAGE_BYTES } from "../sessions";
 export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";
 export { probeServers, type ProbeServersOptions, type ServerProbe } from "./probe";

@@ -2,7 +2,7 @@ import type { LoadedExtensionsConfig, McpTransportType } from "../config";
 import { OAuthTokenManager, ServerHeaders, type OAuthTokenManagerOptions } from "../credentials";
 import { silentLogger, type Logger } from "../shared/logger";
 import { discoverAll, type DiscoveryTarget, type ServerDiscovery } from "./discovery";
-import { SessionPool } from "./pool";
+import { SessionPool } from "../sessions";
 import { baseHeaders, configuredSecrets } from "./toolkit";
 
 /** Whether one enabled server starts: connect + `tools/list`, as discovery does it. */

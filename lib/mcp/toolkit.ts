@@ -29,7 +29,7 @@ import { discoverAll, type DiscoveryHeaders } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
-import { SessionPool } from "./pool";
+import { SessionPool } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool } from "./tool";
 import { McpToolCallError, ownText } from "../shared/errors";

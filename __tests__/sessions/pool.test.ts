@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { readFile, writeFile } from "node:fs/promises";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
-import { SessionPool } from "../../lib/mcp/pool";
+import { SessionPool } from "../../lib/sessions/pool";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
