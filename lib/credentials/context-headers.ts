@@ -2,7 +2,7 @@ import type { McpHeadersFromContextConfig } from "../config";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
-import { runSecrets } from "./identity";
+import { runSecrets } from "../shared/identity";
 
 /**
  * The `headers_from_context` layer: each header takes its value from the run's `context.secrets[key]`.

@@ -8,7 +8,7 @@ export {
   type HeaderLayer,
   type HeaderMap,
 } from "../shared/headers";
-export { runSecrets, runUserId } from "./identity";
+export { runSecrets, runUserId } from "../shared/identity";
 export { OAuthTokenManager, OAUTH_HEADER, DEFAULT_TOKEN_REQUEST_TIMEOUT_MS, type OAuthTokenManagerOptions } from "./oauth";
 export { userAuthInterceptor } from "./user-auth";
 export { contextHeadersInterceptor } from "./context-headers";

@@ -2,7 +2,7 @@ import type { McpUserAuthConfig } from "../config";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
-import { runUserId } from "./identity";
+import { runUserId } from "../shared/identity";
 
 const USER_ID_SHOWN_CHARS = 64;
 

@@ -1,7 +1,7 @@
 import { ToolMessage } from "@langchain/core/messages";
 import type { ToolRuntime } from "@langchain/core/tools";
 import { Command, isCommand } from "@langchain/langgraph";
-import { runSecrets } from "../credentials";
+import { runSecrets } from "../shared/identity";
 import type { HeaderMap } from "../shared/headers";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import { headerSecrets, recordSecrets, Redactor } from "../shared/redact";

@@ -1,3 +1,4 @@
+import * as nodePath from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ToolRuntime } from "@langchain/core/tools";
@@ -13,9 +14,18 @@ import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
-import type { SessionPool } from "../sessions";
+import {
+  changedFiles,
+  isExpiredSession,
+  runScope,
+  snapshotWorkspace,
+  translateResultPaths,
+  VIRTUAL_USER_DATA,
+  type PathContext,
+  type SessionPool,
+} from "../sessions";
 import { boundText } from "../shared/text";
-import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS } from "./results";
+import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
 
 export interface McpProgressEvent {
@@ -70,6 +80,13 @@ export function callDeadlineLimits(server: McpServerConfig): { timeoutMs: number
   };
 }
 
+function expiredText(record: McpToolRecord): string {
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
+    "(HTTP 404: it expired or the server restarted). The call was not sent again; a new session serves the next call."
+  );
+}
+
 function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
   const seconds = (err.timeoutMs / 1000).toFixed(1);
   const reason =
@@ -94,6 +111,7 @@ function sendToServer(
   runtime: ToolRuntime | undefined,
   signal: AbortSignal | undefined,
   secrets: CallSecrets,
+  workspace: CallWorkspace,
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
     const { server, pool } = target;
@@ -105,10 +123,13 @@ function sendToServer(
       headers: stdio ? EMPTY_HEADERS : headers,
       initTimeoutMs: initTimeoutMs(server),
       signal,
+      ...(stdio ? { scope: runScope(runtime) } : {}),
     });
     const limits = callDeadlineLimits(server);
+    const paths = lease.session.paths;
     try {
-      return await withExtendableDeadline(async (callSignal, extend) => {
+      const before = paths ? await snapshotWorkspace(paths.workspace) : null;
+      const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
         const redactor = secrets.redactor();
@@ -143,9 +164,22 @@ function sendToServer(
           progress?.done();
         }
       }, limits, signal);
+      if (paths) {
+        workspace.context = {
+          userData: paths.userData,
+          cwd: server.cwd || paths.workspace,
+          changed: changedFiles(before, await snapshotWorkspace(paths.workspace)),
+        };
+      }
+      return result;
     } catch (err) {
       // Our deadline, not an outer one that aborted the run.
       if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(timeoutText(record, err)));
+      if (!stdio && isExpiredSession(err)) {
+        // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
+        pool.invalidate(lease.session);
+        throw ownText(new McpToolCallError(expiredText(record)));
+      }
       throw err;
     } finally {
       lease.release();
@@ -169,9 +203,17 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
  * Turns what the chain produced (already scrubbed) into what the tool returns: a ToolMessage in a tool node,
  * else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would not match.
  */
-function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: string | undefined, maxResultChars: number): unknown {
+async function toToolOutput(
+  outcome: McpCallOutcome,
+  visibleName: string,
+  toolCallId: string | undefined,
+  maxResultChars: number,
+  workspace: CallWorkspace,
+): Promise<unknown> {
   if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-  const converted = boundConvertedResult(convertCallToolResult(outcome), maxResultChars);
+  const context = workspace.context;
+  const result = context ? await translateResultPaths(outcome, context) : outcome;
+  const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), context), maxResultChars);
   const content = converted.content;
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
@@ -184,6 +226,17 @@ function toToolOutput(outcome: McpCallOutcome, visibleName: string, toolCallId: 
     tool_call_id: toolCallId,
     name: visibleName,
   });
+}
+
+/** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
+export interface CallWorkspace {
+  context?: PathContext;
+}
+
+function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
+  if (!context || context.changed.length === 0) return converted;
+  const changes = context.changed.map((file) => `${VIRTUAL_USER_DATA}/${nodePath.relative(context.userData, file).split(nodePath.sep).join("/")}`);
+  return { ...converted, artifact: { ...converted.artifact, workspace_changes: changes } };
 }
 
 /** An error ToolMessage for a call that never reached the chain. */
@@ -211,8 +264,9 @@ export async function runToolCall(
   const runtime = resolveToolRuntime(config);
   const toolCallId = toolCallIdOf(runtime);
   try {
-    const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts);
-    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS);
+    const workspace: CallWorkspace = {};
+    const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
+    return await toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
@@ -232,6 +286,7 @@ export async function runDirectCall(
   runtime: ToolRuntime | undefined,
   signal: AbortSignal | undefined,
   opts: CallPathOptions,
+  workspace: CallWorkspace = {},
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -244,7 +299,7 @@ export async function runDirectCall(
   try {
     const chain = composeInterceptors(
       opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
-      sendToServer(target, record, runtime, signal, secrets),
+      sendToServer(target, record, runtime, signal, secrets, workspace),
     );
     return scrubOutcome(await chain(request), secrets.redactor());
   } catch (err) {

@@ -16,6 +16,8 @@ export interface McpToolArtifact {
   meta?: Record<string, unknown>;
   /** Set when `structuredContent` or `_meta` was left out for its size. */
   note?: string;
+  /** stdio: files the call created or modified in the thread workspace, as `/mnt/user-data/…` paths. */
+  workspace_changes?: string[];
 }
 
 export interface ConvertedResult {

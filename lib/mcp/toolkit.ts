@@ -29,7 +29,7 @@ import { discoverAll, type DiscoveryHeaders } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
-import { SessionPool } from "../sessions";
+import { resolveDataDir, SessionPool } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool } from "./tool";
 import { McpToolCallError, ownText } from "../shared/errors";
@@ -69,6 +69,17 @@ export interface McpToolkitOptions {
    * limit of 10 MiB closed the session). A longer message is discarded: its call fails, the session stays.
    */
   stdioMaxMessageBytes?: number;
+  /**
+   * Live stdio children across all servers (a positive integer, default 256). Each (server, user, thread) has
+   * its own child; a new scope beyond the bound closes the least recently used child (after its running calls).
+   */
+  maxStdioSessions?: number;
+  /**
+   * Base folder of the thread workspaces (default `MCP_HARNESS_DATA_DIR`, else `./.mcp-harness`, from `cwd`). A
+   * stdio child runs in `<dataDir>/threads/<thread>/user-data/workspace` with TMPDIR/TMP/TEMP in its `.mcp/tmp`
+   * (mode 0700), unless the server's config sets `cwd` or those variables.
+   */
+  dataDir?: string;
 }
 
 /** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
@@ -79,7 +90,7 @@ function checkToolkitOptions(options: McpToolkitOptions): void {
       `McpToolkitOptions.httpSessionIdleSeconds must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS} (about 24.8 days), or null to never close idle sessions`,
     );
   }
-  for (const name of ["maxHttpSessionsPerServer", "maxResultChars", "stdioMaxMessageBytes"] as const) {
+  for (const name of ["maxHttpSessionsPerServer", "maxResultChars", "stdioMaxMessageBytes", "maxStdioSessions"] as const) {
     const value = options[name];
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
       throw new RangeError(`McpToolkitOptions.${name} must be a positive integer`);
@@ -182,6 +193,7 @@ export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
   private readonly oauth: OAuthTokenManager;
+  private readonly dataDir: string;
   private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
@@ -194,6 +206,7 @@ export class McpToolkit {
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
+    this.dataDir = resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd });
   }
 
   async getTools(): Promise<DynamicStructuredTool[]> {
@@ -286,6 +299,8 @@ export class McpToolkit {
       httpIdleMs: idle == null ? idle : idle * 1000,
       maxHttpSessionsPerServer: this.options.maxHttpSessionsPerServer,
       stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,
+      maxStdioSessions: this.options.maxStdioSessions,
+      dataDir: this.dataDir,
       secretsFor: (serverName) => servers.get(serverName)?.secrets ?? [],
     });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {

@@ -10,3 +10,20 @@ export {
 } from "./pool";
 export { DEFAULT_STDIO_MAX_MESSAGE_BYTES } from "./stdio-buffer";
 export type { ProgressListener } from "./progress";
+export { DEFAULT_MAX_STDIO_SESSIONS } from "./pool";
+export { DEFAULT_SCOPE, DEFAULT_SCOPE_ID, runScope, sessionScope, type SessionScope } from "./scope";
+export {
+  DATA_DIR_ENV_VAR,
+  DEFAULT_DATA_DIR,
+  INTERNAL_DIR_NAME,
+  resolveDataDir,
+  stdioLaunch,
+  threadFolderName,
+  threadPaths,
+  VIRTUAL_USER_DATA,
+  type StdioLaunch,
+  type ThreadPaths,
+} from "./workspace";
+export { changedFiles, EXCLUDED_DIR_NAMES, MAX_SNAPSHOT_ENTRIES, snapshotWorkspace, type WorkspaceSnapshot } from "./changes";
+export { translateResultPaths, type PathContext } from "./paths";
+export { isExpiredSession } from "./expired";

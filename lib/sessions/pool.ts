@@ -8,12 +8,17 @@ import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { ProgressRouter } from "./progress";
+import { DEFAULT_SCOPE, type SessionScope } from "./scope";
+import { ensureThreadPaths, stdioLaunch, threadPaths, type ThreadPaths } from "./workspace";
 
 export interface McpSession {
   readonly serverName: string;
   readonly key: string;
   readonly client: Client;
   readonly progress: ProgressRouter;
+  /** stdio: the scope the child serves and its thread's folders (its cwd unless the config sets one). */
+  readonly scope?: SessionScope;
+  readonly paths?: ThreadPaths;
   /**
    * Adds a call's secrets to those scrubbed from the session's later log lines (a stdio child may print what a
    * call sent it at any time). The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
@@ -30,8 +35,13 @@ export interface AcquireOptions {
   headers: Readonly<Record<string, string>>;
   /** Milliseconds for connect + initialize; `null` = no bound. */
   initTimeoutMs: number | null;
-  /** Stops this caller's wait; a creation other callers share goes on under its own timeout. */
+  /**
+   * Stops this caller's wait. A creation other callers share goes on under its own timeout; one every waiter gave
+   * up on is abandoned, its child process closed.
+   */
   signal?: AbortSignal;
+  /** stdio: whose child to use (default: the "default" user and thread). HTTP/SSE sessions are keyed by headers. */
+  scope?: SessionScope;
 }
 
 interface Entry {
@@ -41,6 +51,8 @@ interface Entry {
   readonly closesWhenIdle: boolean;
   /** Secrets calls on this session carried; see `McpSession.rememberSecrets`. */
   readonly secrets: Set<string>;
+  /** Aborts a creation nobody waits for any more. */
+  readonly creation: AbortController;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
   session?: McpSession;
@@ -66,10 +78,22 @@ export interface SessionPoolOptions {
   stdioMaxMessageBytes?: number;
   /** A server's own secrets, scrubbed from what it writes that reaches a log line (stdio stderr, close failures). */
   secretsFor?: (serverName: string) => readonly string[];
+  /**
+   * Live stdio children across all servers (default 256), one per (server, user, thread): a new scope beyond the
+   * bound closes the least recently used child, at once when idle, after its running calls otherwise.
+   */
+  maxStdioSessions?: number;
+  /**
+   * The data dir holding thread workspaces: a stdio child runs in `<dataDir>/threads/<thread>/user-data/workspace`
+   * with TMPDIR/TMP/TEMP in its `.mcp/tmp`, unless the config sets `cwd` or those variables. Without it children run
+   * where the config says (or in the host's cwd).
+   */
+  dataDir?: string;
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
 export const DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER = 64;
+export const DEFAULT_MAX_STDIO_SESSIONS = 256;
 const SESSION_SECRETS_LIMIT = 256;
 
 export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
@@ -96,6 +120,11 @@ export class SessionPool {
   private readonly httpIdleMs: number | null;
   private readonly secretsFor: (serverName: string) => readonly string[];
   private readonly maxHttpSessions: number;
+  private readonly maxStdioSessions: number;
+  private readonly dataDir: string | undefined;
+  private stdioCount = 0;
+  /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
+  private readonly draining = new Set<Entry>();
   private readonly stdioMaxMessageBytes: number | undefined;
   private retired = false;
 
@@ -106,6 +135,8 @@ export class SessionPool {
     this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
     this.secretsFor = options.secretsFor ?? (() => []);
     this.maxHttpSessions = options.maxHttpSessionsPerServer ?? DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER;
+    this.maxStdioSessions = options.maxStdioSessions ?? DEFAULT_MAX_STDIO_SESSIONS;
+    this.dataDir = options.dataDir;
     this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
   }
 
@@ -115,7 +146,7 @@ export class SessionPool {
 
   async acquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): Promise<SessionLease> {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
-    const key = sessionKey(serverName, server, opts.headers);
+    const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     let entry = this.entries.get(key);
     let created = false;
     if (entry) {
@@ -128,7 +159,10 @@ export class SessionPool {
     }
     entry.inFlight += 1;
     clearTimeout(entry.idleTimer);
-    if (created && entry.closesWhenIdle) this.trim(serverName);
+    if (created) {
+      if (entry.closesWhenIdle) this.trim(serverName);
+      else this.evictStdio();
+    }
     let session = entry.session;
     if (!session) {
       try {
@@ -136,6 +170,11 @@ export class SessionPool {
         session = await withDeadline(() => entry.ready, null, opts.signal);
       } catch (err) {
         this.release(entry);
+        if (!entry.session && entry.inFlight === 0) {
+          // Every waiter gave up: the creation is abandoned and its child closed, not kept half-started.
+          this.forget(entry);
+          entry.creation.abort(err);
+        }
         throw err;
       }
     }
@@ -168,6 +207,38 @@ export class SessionPool {
     }
   }
 
+  /**
+   * Closes the least recently used stdio children while there are more than the bound: an idle one now, a busy
+   * one after its calls (it leaves the pool at once, so its scope's next call starts a new child).
+   */
+  private evictStdio(): void {
+    if (this.stdioCount <= this.maxStdioSessions) return;
+    for (const entry of this.entries.values()) {
+      if (this.stdioCount <= this.maxStdioSessions) break;
+      if (entry.closesWhenIdle) continue;
+      this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
+      this.drain(entry);
+    }
+  }
+
+  /**
+   * Drops a session the server no longer knows (HTTP 404 on its session id), if the pool still holds that very
+   * session, and closes it; the next acquisition initializes a new one.
+   */
+  invalidate(session: McpSession): void {
+    const entry = this.entries.get(session.key);
+    if (entry?.session !== session) return;
+    this.drain(entry);
+  }
+
+  /** Takes `entry` out of the pool and closes it: now when idle, after its last call otherwise. */
+  private drain(entry: Entry): void {
+    this.forget(entry);
+    entry.closing = true;
+    if (entry.inFlight === 0) void this.closeEntry(entry);
+    else this.draining.add(entry);
+  }
+
   /** Closes a server's least recently used idle HTTP/SSE sessions while it has more than the cap. */
   private trim(serverName: string): void {
     let excess = (this.httpCounts.get(serverName) ?? 0) - this.maxHttpSessions;
@@ -184,6 +255,7 @@ export class SessionPool {
   private remember(entry: Entry): void {
     this.entries.set(entry.key, entry);
     if (entry.closesWhenIdle) this.httpCounts.set(entry.serverName, (this.httpCounts.get(entry.serverName) ?? 0) + 1);
+    else this.stdioCount += 1;
   }
 
   /** Drops `entry` from the pool if the pool still holds that very entry under its key. */
@@ -191,10 +263,19 @@ export class SessionPool {
     if (this.entries.get(entry.key) !== entry) return;
     this.entries.delete(entry.key);
     if (entry.closesWhenIdle) this.httpCounts.set(entry.serverName, (this.httpCounts.get(entry.serverName) ?? 1) - 1);
+    else this.stdioCount -= 1;
   }
 
   private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
-    const entry = { key, serverName, closesWhenIdle: server.type !== "stdio", inFlight: 0, closing: false, secrets: new Set() } as Entry;
+    const entry = {
+      key,
+      serverName,
+      closesWhenIdle: server.type !== "stdio",
+      inFlight: 0,
+      closing: false,
+      secrets: new Set(),
+      creation: new AbortController(),
+    } as Entry;
     for (const value of headerSecrets(opts.headers)) entry.secrets.add(value);
     entry.ready = this.connect(entry, server, opts);
     // Callers observe a rejection through acquire(); this keeps an unobserved failure quiet.
@@ -204,19 +285,30 @@ export class SessionPool {
 
   private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
     const { key, serverName } = entry;
+    const stdio = server.type === "stdio";
+    const scope = stdio ? (opts.scope ?? DEFAULT_SCOPE) : undefined;
+    const paths = scope && this.dataDir !== undefined ? threadPaths(this.dataDir, scope.threadId) : undefined;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
+    try {
+      if (paths) await ensureThreadPaths(paths);
+    } catch (err) {
+      this.forget(entry);
+      throw new Error(`could not prepare the thread workspace of MCP server '${serverName}': ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
       redact: (text) => this.redactor(entry).text(text),
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
+      launch: stdio ? stdioLaunch(server, paths) : undefined,
     });
     client.onclose = () => this.forget(entry);
     try {
       await withDeadline(
         (signal) => client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) }),
         opts.initTimeoutMs,
+        entry.creation.signal,
       );
     } catch (err) {
       this.forget(entry);
@@ -228,6 +320,8 @@ export class SessionPool {
       key,
       client,
       progress,
+      ...(scope ? { scope } : {}),
+      ...(paths ? { paths } : {}),
       rememberSecrets: (values) => {
         for (const value of values) {
           entry.secrets.delete(value);
@@ -262,12 +356,13 @@ export class SessionPool {
   /** Closes every session now, busy or not. */
   async close(): Promise<void> {
     this.retired = true;
-    await Promise.all([...this.entries.values()].map((entry) => this.closeEntry(entry)));
+    await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
   }
 
   private async closeEntry(entry: Entry): Promise<void> {
     clearTimeout(entry.idleTimer);
     this.forget(entry);
+    this.draining.delete(entry);
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
     const transport = session.client.transport;
@@ -312,7 +407,7 @@ function headersFingerprint(headers: Readonly<Record<string, string>>): string {
   return fingerprint;
 }
 
-function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>): string {
-  if (server.type === "stdio") return serverName;
+function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>, scope: SessionScope): string {
+  if (server.type === "stdio") return `${serverName}\u0000stdio\u0000${scope.key}`;
   return `${serverName}\u0000${headersFingerprint(headers)}`;
 }

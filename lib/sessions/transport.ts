@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
+import type { StdioLaunch } from "./workspace";
 import { boundText } from "../shared/text";
 import { LineSplitter } from "./lines";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
@@ -16,6 +17,8 @@ export interface TransportOptions {
   redact: (text: string) => string;
   /** Longest stdio message read; a longer one is discarded (its call fails), the session stays. */
   stdioMaxMessageBytes?: number;
+  /** stdio: the child's cwd and env (the thread workspace pinning); default: the config's. */
+  launch?: StdioLaunch;
 }
 
 const STDERR_LINE_LIMIT = 500;
@@ -30,8 +33,8 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const transport = new StdioClientTransport({
         command: server.command,
         args: server.args,
-        env: { ...getDefaultEnvironment(), ...server.env },
-        cwd: server.cwd,
+        env: { ...getDefaultEnvironment(), ...(opts.launch?.env ?? server.env) },
+        cwd: opts.launch ? opts.launch.cwd : server.cwd,
         stderr: "pipe",
         maxBufferSize: maxMessageBytes,
       });

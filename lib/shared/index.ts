@@ -25,3 +25,4 @@ export {
 } from "./interceptor";
 export { headerSecrets, recordSecrets, Redactor, REDACTED } from "./redact";
 export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";
+export { runSecrets, runThreadId, runUserId } from "./identity";

@@ -28,6 +28,15 @@ export function runUserId(runtime: ToolRuntime | undefined): string | undefined 
   return nonEmpty(contextUser) ? contextUser : undefined;
 }
 
+/** The thread a run belongs to (SPEC §5.1): `context.thread_id`, then `configurable.thread_id`; `undefined` when neither is set. */
+export function runThreadId(runtime: ToolRuntime | undefined): string | undefined {
+  if (!runtime) return undefined;
+  const contextThread = contextRecord(runtime)?.thread_id;
+  if (nonEmpty(contextThread)) return contextThread;
+  const configured = runtime.configurable?.thread_id;
+  return nonEmpty(configured) ? configured : undefined;
+}
+
 /** The run's per-request secrets: `runtime.context.secrets`, when it is an object. */
 export function runSecrets(runtime: ToolRuntime | undefined): Readonly<Record<string, unknown>> | undefined {
   const secrets = contextRecord(runtime)?.secrets;

@@ -1,0 +1,162 @@
+import { realpath, stat } from "node:fs/promises";
+import * as nodePath from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { VIRTUAL_USER_DATA } from "./workspace";
+
+/** What a stdio result's file references are resolved against. */
+export interface PathContext {
+  /** The thread's `user-data` folder: only files inside it are rewritten. */
+  readonly userData: string;
+  /** The child's cwd: relative references resolve against it. */
+  readonly cwd: string;
+  /** Files the call created or modified (absolute); a bare file name is rewritten only when it names exactly one. */
+  readonly changed: readonly string[];
+}
+
+/** Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). */
+const PATH_PATTERN = /(?:file:\/\/)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|[\w.-]+\/)[^\s'"<>|*?]+/g;
+/**
+ * A reference never spans a separator, so text is cut into separator-free tokens first (linear), and only a token
+ * that holds a `/` and is no longer than a path can be is searched: the pattern alone backtracks quadratically over
+ * a long run of word characters (a 12 MiB result of digits).
+ */
+const TOKEN = /[^\s'"<>|*?]+/g;
+const MAX_TOKEN_CHARS = 4096;
+const TRAILING = /[.,;:!?)\]}>"'`]+$/;
+/** At most this many distinct references are resolved per result. */
+const MAX_REFERENCES = 256;
+
+type Content = CallToolResult["content"][number];
+
+/**
+ * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text, that
+ * resolves (symlinks followed) to an existing file inside the thread's `user-data` becomes `/mnt/user-data/…`.
+ * Anything else (outside, a symlink escaping, a directory, missing, remote) is left unchanged; nothing is copied.
+ */
+export async function translateResultPaths(result: CallToolResult, ctx: PathContext): Promise<CallToolResult> {
+  const items = Array.isArray(result.content) ? result.content : [];
+  const references = new Set<string>();
+  for (const item of items) {
+    if (item.type === "text") collectReferences(item.text, references);
+    else if (item.type === "resource_link") references.add(item.uri);
+    else if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
+      collectReferences(item.resource.text, references);
+    }
+  }
+  const root = await realpath(ctx.userData).catch(() => null);
+  if (root === null) return result;
+  const virtual = new Map<string, string>();
+  await Promise.all(
+    [...references].slice(0, MAX_REFERENCES).map(async (reference) => {
+      const mapped = await toVirtualPath(reference, ctx.cwd, root);
+      if (mapped !== null) virtual.set(reference, mapped);
+    }),
+  );
+  const bareNames = await uniqueChangedNames(ctx.changed, root);
+  if (virtual.size === 0 && bareNames.size === 0) return result;
+  const rewrite = (text: string) => rewriteText(text, virtual, bareNames);
+  const content = items.map((item): Content => {
+    if (item.type === "text") return { ...item, text: rewrite(item.text) };
+    if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
+    if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
+      return { ...item, resource: { ...item.resource, text: rewrite(item.resource.text) } };
+    }
+    return item;
+  });
+  return { ...result, content };
+}
+
+function pathTokens(text: string): string[] {
+  const tokens: string[] = [];
+  for (const match of text.matchAll(TOKEN)) if (isPathToken(match[0])) tokens.push(match[0]);
+  return tokens;
+}
+
+function isPathToken(token: string): boolean {
+  return token.length <= MAX_TOKEN_CHARS && token.includes("/");
+}
+
+function collectReferences(text: string, into: Set<string>): void {
+  for (const token of pathTokens(text)) {
+    for (const match of token.matchAll(PATH_PATTERN)) {
+      const reference = match[0].replace(TRAILING, "");
+      if (reference !== "") into.add(reference);
+    }
+  }
+}
+
+/** The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path), else `null`. */
+async function toVirtualPath(reference: string, cwd: string, root: string): Promise<string | null> {
+  let local: string;
+  if (reference.startsWith("file://")) {
+    try {
+      local = fileURLToPath(reference);
+    } catch {
+      return null;
+    }
+  } else if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(reference)) {
+    return null; // another scheme: remote, not ours
+  } else {
+    local = nodePath.resolve(cwd, reference);
+  }
+  try {
+    const resolved = await realpath(local);
+    if (!isInside(resolved, root) || !(await stat(resolved)).isFile()) return null;
+    return virtualOf(resolved, root);
+  } catch {
+    return null;
+  }
+}
+
+/** Base names shared by exactly one changed file inside `root`, each with its virtual path. */
+async function uniqueChangedNames(changed: readonly string[], root: string): Promise<Map<string, string>> {
+  const byName = new Map<string, string | null>();
+  for (const file of changed) {
+    const name = nodePath.basename(file);
+    byName.set(name, byName.has(name) ? null : file);
+  }
+  const unique = new Map<string, string>();
+  await Promise.all(
+    [...byName].map(async ([name, file]) => {
+      if (file === null) return;
+      const resolved = await realpath(file).catch(() => null);
+      if (resolved !== null && isInside(resolved, root)) unique.set(name, virtualOf(resolved, root));
+    }),
+  );
+  return unique;
+}
+
+function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: ReadonlyMap<string, string>): string {
+  let out =
+    virtual.size === 0
+      ? text
+      : text.replace(TOKEN, (token) =>
+          !isPathToken(token)
+            ? token
+            : token.replace(PATH_PATTERN, (match) => {
+                const trailing = TRAILING.exec(match)?.[0] ?? "";
+                const reference = match.slice(0, match.length - trailing.length);
+                const mapped = virtual.get(reference);
+                return mapped === undefined ? match : `${mapped}${trailing}`;
+              }),
+        );
+  for (const [name, mapped] of bareNames) {
+    // Not inside a longer name, not a directory segment.
+    const pattern = new RegExp(`(?<![\\w./-])${escapeRegExp(name)}(?!(?:[\\w/-]|\\.\\w))`, "g");
+    out = out.replace(pattern, mapped);
+  }
+  return out;
+}
+
+function isInside(file: string, root: string): boolean {
+  return file.startsWith(root + nodePath.sep);
+}
+
+function virtualOf(file: string, root: string): string {
+  return `${VIRTUAL_USER_DATA}/${nodePath.relative(root, file).split(nodePath.sep).join("/")}`;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}

@@ -1,0 +1,28 @@
+import type { ToolRuntime } from "@langchain/core/tools";
+import { runThreadId, runUserId } from "../shared/identity";
+
+/** Whose stdio session a call uses: one child process per (server, user, thread). */
+export interface SessionScope {
+  readonly userId: string;
+  readonly threadId: string;
+  /** `"<userId>:<threadId>"`. */
+  readonly key: string;
+}
+
+export const DEFAULT_SCOPE_ID = "default";
+
+export function sessionScope(userId: string, threadId: string): SessionScope {
+  return { userId, threadId, key: `${userId}:${threadId}` };
+}
+
+/**
+ * The scope of a call (SPEC §5.1): user = server auth user → `configurable.langgraph_auth_user_id` →
+ * `context.user_id` (the same resolver the credential layers use); thread = `context.thread_id` →
+ * `configurable.thread_id`; each falls back to "default".
+ */
+export function runScope(runtime: ToolRuntime | undefined): SessionScope {
+  return sessionScope(runUserId(runtime) ?? DEFAULT_SCOPE_ID, runThreadId(runtime) ?? DEFAULT_SCOPE_ID);
+}
+
+/** The scope of work outside any run (tool discovery). */
+export const DEFAULT_SCOPE: SessionScope = sessionScope(DEFAULT_SCOPE_ID, DEFAULT_SCOPE_ID);

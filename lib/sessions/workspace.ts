@@ -1,0 +1,66 @@
+import { createHash } from "node:crypto";
+import { chmod, mkdir } from "node:fs/promises";
+import * as nodePath from "node:path";
+import type { McpServerConfig } from "../config";
+
+export const DATA_DIR_ENV_VAR = "MCP_HARNESS_DATA_DIR";
+export const DEFAULT_DATA_DIR = ".mcp-harness";
+/** Where the model sees a thread's `user-data` folder. */
+export const VIRTUAL_USER_DATA = "/mnt/user-data";
+/** The harness's own folder inside a workspace; never listed as a change. */
+export const INTERNAL_DIR_NAME = ".mcp";
+const TEMP_ENV_KEYS = ["TMPDIR", "TMP", "TEMP"] as const;
+const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** The data dir: an explicit option, else `MCP_HARNESS_DATA_DIR`, else `./.mcp-harness`, absolute from `cwd`. */
+export function resolveDataDir(opts: { dataDir?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): string {
+  const env = opts.env ?? process.env;
+  const chosen = opts.dataDir || env[DATA_DIR_ENV_VAR] || DEFAULT_DATA_DIR;
+  return nodePath.resolve(opts.cwd ?? process.cwd(), chosen);
+}
+
+/**
+ * A thread id as a folder name. Ids of `[A-Za-z0-9_-]{1,128}` are used as they are; anything else (`../x`, `a/b`,
+ * `.`, non-ASCII, too long) becomes `~` + its sha256, a name no safe id can take and no id can steer.
+ */
+export function threadFolderName(threadId: string): string {
+  if (SAFE_THREAD_ID.test(threadId)) return threadId;
+  return `~${createHash("sha256").update(threadId, "utf8").digest("hex")}`;
+}
+
+export interface ThreadPaths {
+  /** `<data dir>/threads/<thread>/user-data`: what `/mnt/user-data` stands for. */
+  readonly userData: string;
+  /** `<user-data>/workspace`: a stdio child's default cwd. */
+  readonly workspace: string;
+  /** `<workspace>/.mcp/tmp` (mode 0700): a stdio child's default TMPDIR/TMP/TEMP. */
+  readonly tmp: string;
+}
+
+export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
+  const userData = nodePath.join(dataDir, "threads", threadFolderName(threadId), "user-data");
+  const workspace = nodePath.join(userData, "workspace");
+  return { userData, workspace, tmp: nodePath.join(workspace, INTERNAL_DIR_NAME, "tmp") };
+}
+
+/** Creates the thread's workspace and its private temp folder (0700 even if it existed with a wider mode). */
+export async function ensureThreadPaths(paths: ThreadPaths): Promise<void> {
+  await mkdir(paths.tmp, { recursive: true, mode: 0o700 });
+  await chmod(paths.tmp, 0o700);
+}
+
+export interface StdioLaunch {
+  cwd: string | undefined;
+  env: Record<string, string>;
+}
+
+/**
+ * Where a stdio child runs: the operator's `cwd` and temp variables win; otherwise the thread workspace and its
+ * `.mcp/tmp`. The rest of the server's `env` is kept as configured.
+ */
+export function stdioLaunch(server: McpServerConfig, paths: ThreadPaths | undefined): StdioLaunch {
+  const env = { ...server.env };
+  if (!paths) return { cwd: server.cwd || undefined, env };
+  for (const key of TEMP_ENV_KEYS) if (!Object.hasOwn(env, key)) env[key] = paths.tmp;
+  return { cwd: server.cwd || paths.workspace, env };
+}
