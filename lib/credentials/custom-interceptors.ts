@@ -16,11 +16,21 @@ export function interceptorSpecs(value: string | readonly string[] | null | unde
 // Compiled to CommonJS, `import()` would become `require()`; this keeps a real dynamic import for ES modules.
 const importModule = new Function("specifier", "return import(specifier)") as (specifier: string) => Promise<unknown>;
 
-async function loadModule(resolved: string): Promise<unknown> {
+/**
+ * `require` of this module where there is one (the CommonJS build; under jest it is jest's, so tests share
+ * the instance the toolkit loaded), else one made for the config's folder (the ES-module build has none).
+ */
+function requireFor(resolveFrom: NodeJS.Require): NodeJS.Require {
+  return typeof require === "function" ? require : resolveFrom;
+}
+
+async function loadModule(resolved: string, load: NodeJS.Require): Promise<unknown> {
   try {
-    return require(resolved) as unknown;
+    return load(resolved) as unknown;
   } catch (err) {
-    if ((err as { code?: unknown })?.code !== "ERR_REQUIRE_ESM") throw err;
+    // Node 20 cannot require ES modules; Node 22+ can, except those with top-level await.
+    const code = (err as { code?: unknown })?.code;
+    if (code !== "ERR_REQUIRE_ESM" && code !== "ERR_REQUIRE_ASYNC_MODULE") throw err;
     return importModule(pathToFileURL(resolved).href);
   }
 }
@@ -57,7 +67,7 @@ export async function loadCustomInterceptors(
     const moduleName = spec.slice(0, colon);
     const exportName = spec.slice(colon + 1);
     try {
-      const builder = exportOf(await loadModule(resolveFrom.resolve(moduleName)), exportName);
+      const builder = exportOf(await loadModule(resolveFrom.resolve(moduleName), requireFor(resolveFrom)), exportName);
       if (typeof builder !== "function") {
         logger.warn(`MCP interceptor '${spec}': the module has no function export '${exportName}'; skipping it`);
         continue;
