@@ -12,13 +12,13 @@ export interface TestStdioServerOptions {
   builtins?: readonly TestServerBuiltinTool[];
 }
 
-/** A stdio entry for `mcpServers`. */
-export interface TestStdioServerConfig {
+/** A stdio entry for `mcpServers` (a type alias, not an interface, so it fits the config's open server type). */
+export type TestStdioServerConfig = {
   readonly type: "stdio";
   readonly command: string;
   readonly args: string[];
   readonly env: Record<string, string>;
-}
+};
 
 /**
  * The config entry that starts the test server as a child process with this Node binary. From the
