@@ -2,22 +2,23 @@
  * `npm start` as a user runs it: it serves the agent graph, a SIGTERM to the `npm start` process ends
  * the whole process tree (the dev server, its workers and the MCP servers the graph started) and frees
  * the port, and a busy port is refused with a clear message instead of a server that keeps running.
+ *
+ * The server keeps its state in the repository's .langgraph_api (gitignored), which this test leaves
+ * alone: dev-server.test.ts may have a server running on it at the same time.
  */
 import { afterAll, describe, expect, it, jest } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import * as path from "node:path";
 import { HOST, portProblem } from "../../graphs/start";
 
 const ROOT = path.resolve(__dirname, "..", "..");
-const STATE_DIR = path.join(ROOT, ".langgraph_api");
 const READY_DEADLINE_MS = 120_000;
 const LINUX = process.platform === "linux";
 
 jest.setTimeout(READY_DEADLINE_MS + 60_000);
 
-const createdStateDir = !existsSync(STATE_DIR);
 const started: ChildProcess[] = [];
 
 const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "");
@@ -160,7 +161,6 @@ afterAll(() => {
       // gone
     }
   }
-  if (createdStateDir) rmSync(STATE_DIR, { recursive: true, force: true });
 });
 
 describe("npm start", () => {
