@@ -46,7 +46,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
-if (require.main === module) {
+// `require` is undefined in the ES-module build; the bin is the CommonJS one.
+if (typeof require === "function" && require.main === module) {
   const io: CliIo = {
     out: (t) => process.stdout.write(`${t}\n`),
     err: (t) => process.stderr.write(`${t}\n`),

@@ -16,11 +16,21 @@ export function interceptorSpecs(value: string | readonly string[] | null | unde
 // Compiled to CommonJS, `import()` would become `require()`; this keeps a real dynamic import for ES modules.
 const importModule = new Function("specifier", "return import(specifier)") as (specifier: string) => Promise<unknown>;
 
-async function loadModule(resolved: string): Promise<unknown> {
+/**
+ * `require` of this module where there is one (the CommonJS build; under jest it is jest's, so tests share
+ * the instance the toolkit loaded), else one made for the config's folder (the ES-module build has none).
+ */
+function requireFor(resolveFrom: NodeJS.Require): NodeJS.Require {
+  return typeof require === "function" ? require : resolveFrom;
+}
+
+async function loadModule(resolved: string, load: NodeJS.Require): Promise<unknown> {
   try {
-    return require(resolved) as unknown;
+    return load(resolved) as unknown;
   } catch (err) {
-    if ((err as { code?: unknown })?.code !== "ERR_REQUIRE_ESM") throw err;
+    // Node 20 cannot require ES modules; Node 22+ can, except those with top-level await.
+    const code = (err as { code?: unknown })?.code;
+    if (code !== "ERR_REQUIRE_ESM" && code !== "ERR_REQUIRE_ASYNC_MODULE") throw err;
     return importModule(pathToFileURL(resolved).href);
   }
 }
@@ -94,7 +104,7 @@ export async function buildCustomInterceptor(spec: string, configPath: string | 
   let builder: unknown;
   let interceptor: unknown;
   try {
-    builder = exportOf(await loadModule(resolved.path), resolved.exportName);
+    builder = exportOf(await loadModule(resolved.path, requireFor(createRequire(resolved.path))), resolved.exportName);
     if (typeof builder !== "function") {
       throw new InterceptorSpecError(
         spec,
