@@ -1,0 +1,156 @@
+/**
+ * The stdio bound and the life of a child around it, counted in live processes (not pool entries): the LRU bound
+ * at its default of 256, busy children evicted after their call, and creations that are abandoned, fail or are
+ * overtaken by close() leaving no child behind.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import * as path from "node:path";
+import type { ToolMessage } from "@langchain/core/messages";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { DEFAULT_MAX_STDIO_SESSIONS } from "../../lib/sessions";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { stdioFixture } from "../fixtures/stdio";
+
+const SH_SERVER = path.join(__dirname, "..", "fixtures", "sh-server.sh");
+const toolkits: McpToolkit[] = [];
+afterEach(async () => {
+  await Promise.all(toolkits.splice(0).map((t) => t.close()));
+});
+
+async function toolkitWith(servers: Record<string, object>, options: { maxStdioSessions?: number } = {}) {
+  const configPath = await writeConfig(await makeTempDir("mcp-bound-"), { mcpServers: servers });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger, dataDir: await makeTempDir("mcp-bound-data-"), ...options });
+  toolkits.push(toolkit);
+  return { toolkit, logger };
+}
+
+function alive(processId: number): boolean {
+  try {
+    process.kill(processId, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Live processes whose command line holds `marker` (a unique argument given to the server). */
+function pidsWithMarker(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(marker)) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
+
+const scope = (thread: string) => ({ context: { user_id: "u" }, configurable: { thread_id: thread } });
+
+async function pidIn(graph: ToolNodeGraph, tool: string, thread: string): Promise<number> {
+  const message = await callThroughGraph(graph, tool, {}, scope(thread));
+  expect(message.status).toBe("success");
+  return Number(message.content);
+}
+
+describe("the LRU bound on live stdio children", () => {
+  test(`300 scopes with the default bound (${DEFAULT_MAX_STDIO_SESSIONS}) leave exactly ${DEFAULT_MAX_STDIO_SESSIONS} live children; the least recently used are the ones gone`, async () => {
+    // The SDK fixture costs ~65 MB per child; 256 of them would not fit a CI machine, this bash server does.
+    const { toolkit } = await toolkitWith({ sh: { type: "stdio", command: "bash", args: [SH_SERVER] } });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const pids: number[] = [];
+    for (let i = 0; i < 255; i += 1) pids.push(await pidIn(graph, "sh_pid", `s-${i}`));
+    // Discovery's child (the default scope) is the least recently used; touching s-0 makes it recent again.
+    expect(await pidIn(graph, "sh_pid", "s-0")).toBe(pids[0]);
+    for (let i = 255; i < 300; i += 1) pids.push(await pidIn(graph, "sh_pid", `s-${i}`));
+    expect(new Set(pids).size).toBe(300);
+    const survivors = [pids[0], ...pids.slice(45)];
+    const evicted = pids.slice(1, 45);
+    await waitFor(() => evicted.every((p) => !alive(p)));
+    expect(survivors.filter(alive)).toHaveLength(DEFAULT_MAX_STDIO_SESSIONS);
+    // An evicted scope starts a new child; a surviving one still has its own.
+    expect(await pidIn(graph, "sh_pid", "s-299")).toBe(pids[299]);
+    expect(evicted).not.toContain(await pidIn(graph, "sh_pid", "s-1"));
+  });
+
+  test("an evicted child whose call is still running closes after that call; its scope's next call starts a new child", async () => {
+    const marker = `bound-busy-${randomUUID()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
+    const { toolkit } = await toolkitWith(
+      { local: { type: "stdio", ...launch, args: [...launch.args, marker] } },
+      { maxStdioSessions: 2 },
+    );
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const busy = await pidIn(graph, "local_pid", "a");
+    // A call that reports progress until released: "a" is busy while two other scopes push it out.
+    const running = graph.invoke(
+      { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 20, durationMs: 1500 } }])] },
+      scope("a"),
+    );
+    await pidIn(graph, "local_pid", "b");
+    await pidIn(graph, "local_pid", "c");
+    expect(alive(busy)).toBe(true);
+    const replacement = await pidIn(graph, "local_pid", "a");
+    expect(replacement).not.toBe(busy);
+    const done = toolMessagesOf((await running).messages)[0] as ToolMessage;
+    expect(done.status).toBe("success");
+    await waitFor(() => !alive(busy));
+    expect(pidsWithMarker(marker)).toHaveLength(2);
+  });
+});
+
+describe("creations that do not finish leave no child", () => {
+  test("a creation that fails (initialize times out) closes its child", async () => {
+    const marker = `bound-fail-${randomUUID()}`;
+    const launch = stdioFixture({ name: "late", initDelayMs: 60_000, toolNames: ["pid"] });
+    const { toolkit, logger } = await toolkitWith({
+      late: { type: "stdio", ...launch, args: [...launch.args, marker], session_init_timeout: 0.5 },
+    });
+    expect(await toolkit.getTools()).toEqual([]);
+    expect(logger.messages("warn").join("\n")).toMatch(/Skipping MCP server 'late' after tool discovery timed out/);
+    await waitFor(() => pidsWithMarker(marker).length === 0);
+  });
+
+  test("a creation every waiter gave up on (the run was cancelled) is abandoned and its child closed", async () => {
+    const marker = `bound-cancel-${randomUUID()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+    const { toolkit } = await toolkitWith({ local: { type: "stdio", ...launch, args: [...launch.args, marker] } });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const discoveryChild = pidsWithMarker(marker);
+    expect(discoveryChild).toHaveLength(1);
+    const controller = new AbortController();
+    const run = graph.invoke({ messages: [toolCalls([{ name: "local_pid", args: {} }])] }, { ...scope("cancelled"), signal: controller.signal });
+    // Abort as soon as the new child exists, before it has answered initialize.
+    await waitFor(() => pidsWithMarker(marker).length === 2);
+    controller.abort(new Error("user cancelled"));
+    await expect(run).rejects.toThrow();
+    await waitFor(() => pidsWithMarker(marker).length === 1);
+    expect(pidsWithMarker(marker)).toEqual(discoveryChild);
+    // The scope works afterwards, on a new child.
+    expect(await pidIn(graph, "local_pid", "cancelled")).not.toBe(discoveryChild[0]);
+  });
+
+  test("close() while a child is being created leaves no child and does not resurrect the session", async () => {
+    const marker = `bound-close-${randomUUID()}`;
+    const launch = stdioFixture({ name: "slow", initDelayMs: 800, toolNames: ["pid"] });
+    const { toolkit } = await toolkitWith({ slow: { type: "stdio", ...launch, args: [...launch.args, marker] } });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const call = callThroughGraph(graph, "slow_pid", {}, scope("closing"));
+    await waitFor(() => pidsWithMarker(marker).length === 2);
+    await toolkit.close();
+    const message = await call;
+    expect(message.status).toBe("error");
+    await waitFor(() => pidsWithMarker(marker).length === 0);
+  });
+});

@@ -1,0 +1,229 @@
+/**
+ * stdio sessions per (server, user, thread), with real child processes, through ToolNode and createAgent:
+ * which scope gets which child, where the child runs, and what happens when children die or time out.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { stat } from "node:fs/promises";
+import * as path from "node:path";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { createAgent } from "langchain";
+import { z } from "zod";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { ScriptedChatModel } from "../../lib/agent";
+import { threadFolderName } from "../../lib/sessions";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { stdioFixture } from "../fixtures/stdio";
+
+let dataDir: string;
+let toolkit: McpToolkit;
+let tools: DynamicStructuredTool[];
+let graph: ToolNodeGraph;
+/** While set, a failed `ticker` call's error is held inside the interceptor chain until released. */
+let holdError: { arrived: () => void; release: Promise<void> } | null = null;
+
+const lateError: McpToolInterceptor = async (request, next) => {
+  try {
+    return await next(request);
+  } catch (err) {
+    if (request.toolName === "ticker" && holdError) {
+      holdError.arrived();
+      await holdError.release;
+    }
+    throw err;
+  }
+};
+
+beforeAll(async () => {
+  dataDir = await makeTempDir("mcp-sessions-data-");
+  const launch = stdioFixture({ name: "local", toolNames: ["pid", "where", "slow", "ticker"] });
+  const configPath = await writeConfig(await makeTempDir("mcp-sessions-"), {
+    mcpServers: {
+      local: { type: "stdio", ...launch, tool_call_timeout: 1 },
+      pinned: {
+        type: "stdio",
+        ...launch,
+        cwd: "/tmp",
+        env: { ...launch.env, TMPDIR: "/var/tmp", TEMP: "/var/tmp" },
+      },
+    },
+  });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir, interceptors: [lateError] });
+  tools = await toolkit.getTools();
+  graph = toolNodeGraph(tools);
+});
+afterAll(async () => {
+  await toolkit.close();
+});
+
+const scope = (user: string | undefined, thread: string) => ({
+  ...(user ? { context: { user_id: user } } : {}),
+  configurable: { thread_id: thread },
+});
+
+async function pid(options: Record<string, unknown>, tool = "local_pid"): Promise<number> {
+  const message = await callThroughGraph(graph, tool, {}, options);
+  expect(message.status).toBe("success");
+  return Number(message.content);
+}
+
+/**
+ * Starts a long `ticker` call (progress every 50 ms) in a scope and resolves once its first progress event shows
+ * it running on the child; `done` settles with its ToolMessage.
+ */
+async function runningCall(options: Record<string, unknown>): Promise<{ done: Promise<ToolMessage> }> {
+  const stream = await graph.stream(
+    { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 50, durationMs: 30_000 } }])] },
+    { ...options, streamMode: ["custom", "values"] },
+  );
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const done = (async () => {
+    let last: ToolMessage | undefined;
+    for await (const [mode, chunk] of stream) {
+      if (mode === "custom") started();
+      else last = toolMessagesOf((chunk as { messages: BaseMessage[] }).messages).at(-1) ?? last;
+    }
+    return last!;
+  })();
+  await Promise.race([running, done]);
+  return { done };
+}
+
+function alive(processId: number): boolean {
+  try {
+    process.kill(processId, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("one child per (server, user, thread)", () => {
+  test("the same thread twice reuses one child; two threads of one user get two; two users on one thread get two", async () => {
+    const alice1 = await pid(scope("alice", "t-1"));
+    expect(await pid(scope("alice", "t-1"))).toBe(alice1);
+    const alice2 = await pid(scope("alice", "t-2"));
+    const bob1 = await pid(scope("bob", "t-1"));
+    expect(new Set([alice1, alice2, bob1]).size).toBe(3);
+    // Discovery ran in the "default" scope; a run without user or thread shares that child.
+    expect(new Set([alice1, alice2, bob1, await pid({})]).size).toBe(4);
+  });
+
+  test("context.thread_id comes before configurable.thread_id", async () => {
+    const byContext = await pid({ context: { user_id: "carol", thread_id: "ctx-thread" }, configurable: { thread_id: "cfg-thread" } });
+    expect(await pid(scope("carol", "ctx-thread"))).toBe(byContext);
+    expect(await pid(scope("carol", "cfg-thread"))).not.toBe(byContext);
+  });
+
+  test("createAgent with context { user_id } and a thread_id: calls of one thread share a child, another thread gets its own", async () => {
+    const RunContext = z.object({ user_id: z.string() });
+    const model = new ScriptedChatModel([
+      ScriptedChatModel.toolCall("local_pid", {}, "p-1"),
+      ScriptedChatModel.toolCall("local_pid", {}, "p-2"),
+      { content: "done" },
+      ScriptedChatModel.toolCall("local_pid", {}, "p-3"),
+      { content: "done" },
+    ]);
+    const agent = createAgent({ model, tools, contextSchema: RunContext });
+    const pids = (messages: BaseMessage[]) => messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m)).map((m) => Number(m.content));
+    const first = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "dave" }, configurable: { thread_id: "agent-1" } });
+    const [a, b] = pids(first.messages);
+    expect(a).toBe(b);
+    expect(a).toBe(await pid(scope("dave", "agent-1")));
+    const second = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "dave" }, configurable: { thread_id: "agent-2" } });
+    expect(pids(second.messages)).toEqual([expect.any(Number)]);
+    expect(pids(second.messages)[0]).not.toBe(a);
+  });
+
+  test("50 concurrent first calls in one scope spawn one child", async () => {
+    const calls = Array.from({ length: 50 }, (_, i) => ({ name: "local_pid", args: {}, id: `c-${i}` }));
+    const result = await graph.invoke({ messages: [toolCalls(calls)] }, scope("erin", "burst"));
+    const pids = toolMessagesOf(result.messages).map((m) => Number(m.content));
+    expect(pids).toHaveLength(50);
+    expect(new Set(pids).size).toBe(1);
+  });
+});
+
+describe("the thread workspace", () => {
+  test("the child runs in <data dir>/threads/<thread>/user-data/workspace with TMPDIR/TMP/TEMP in .mcp/tmp (0700)", async () => {
+    const where = JSON.parse(String((await callThroughGraph(graph, "local_where", {}, scope("alice", "ws-1"))).content));
+    const workspace = path.join(dataDir, "threads", "ws-1", "user-data", "workspace");
+    expect(where.cwd).toBe(workspace);
+    const tmp = path.join(workspace, ".mcp", "tmp");
+    expect([where.TMPDIR, where.TMP, where.TEMP]).toEqual([tmp, tmp, tmp]);
+    expect((await stat(tmp)).mode & 0o777).toBe(0o700);
+  });
+
+  test("the config's cwd and temp variables win over the workspace", async () => {
+    const where = JSON.parse(String((await callThroughGraph(graph, "pinned_where", {}, scope("alice", "ws-2"))).content));
+    expect(where).toMatchObject({ cwd: "/tmp", TMPDIR: "/var/tmp", TEMP: "/var/tmp", TMP: path.join(dataDir, "threads", "ws-2", "user-data", "workspace", ".mcp", "tmp") });
+  });
+
+  test.each(["../../etc", "..", "a/b", "x".repeat(129), "é", ""])("a thread id like %j cannot place a folder outside the data dir", async (thread) => {
+    const where = JSON.parse(String((await callThroughGraph(graph, "local_where", {}, { context: { user_id: "eve", thread_id: thread } })).content));
+    const threads = path.join(dataDir, "threads") + path.sep;
+    expect(where.cwd.startsWith(threads)).toBe(true);
+    expect(path.relative(threads, where.cwd).split(path.sep)).toEqual([thread === "" ? "default" : threadFolderName(thread), "user-data", "workspace"]);
+  });
+});
+
+describe("children that die, calls that fail", () => {
+  test("killed during a call: that call returns an error ToolMessage and is not replayed; the next call runs on a new child", async () => {
+    const first = await pid(scope("frank", "kill-during"));
+    const call = await runningCall(scope("frank", "kill-during"));
+    process.kill(first, "SIGKILL");
+    const message = await call.done;
+    expect(message.status).toBe("error");
+    expect(String(message.content)).toMatch(/Connection closed/);
+    const next = await pid(scope("frank", "kill-during"));
+    expect(next).not.toBe(first);
+    expect(alive(first)).toBe(false);
+  });
+
+  test("killed between calls: the next call runs on a new child", async () => {
+    const first = await pid(scope("frank", "kill-between"));
+    process.kill(first, "SIGKILL");
+    // The pool learns of the death from the transport; the next call must not hit the dead child.
+    await waitFor(() => !alive(first));
+    await new Promise((resolve) => setImmediate(resolve));
+    const message = await callThroughGraph(graph, "local_pid", {}, scope("frank", "kill-between"));
+    const next = Number(message.content);
+    expect(message.status).toBe("success");
+    expect(next).not.toBe(first);
+  });
+
+  test("a call that times out keeps the same child", async () => {
+    const first = await pid(scope("gina", "timeout"));
+    const message = await callThroughGraph(graph, "local_slow", { ms: 5000 }, scope("gina", "timeout"));
+    expect(message.status).toBe("error");
+    expect(String(message.content)).toMatch(/tool_call_timeout/);
+    expect(await pid(scope("gina", "timeout"))).toBe(first);
+  });
+
+  test("a late error from an old child's call does not evict its replacement", async () => {
+    const options = scope("hank", "late");
+    const first = await pid(options);
+    let arrived!: () => void;
+    const errorArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    holdError = { arrived, release: new Promise<void>((resolve) => (release = resolve)) };
+    // A call on the first child fails when the child dies; its error is held inside the interceptor chain.
+    const oldCall = await runningCall(options);
+    process.kill(first, "SIGKILL");
+    await errorArrived;
+    // The replacement serves the scope while the old error is still on its way.
+    const second = await pid(options);
+    expect(second).not.toBe(first);
+    release();
+    expect((await oldCall.done).status).toBe("error");
+    holdError = null;
+    expect(await pid(options)).toBe(second);
+  });
+});
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
