@@ -1,0 +1,150 @@
+/**
+ * File references in stdio results: rewritten to /mnt/user-data/… only when they resolve (symlinks followed) to an
+ * existing file inside the thread's user-data; everything else is left as it is. And the workspace change list.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { changedFiles, snapshotWorkspace, translateResultPaths, type PathContext } from "../../lib/sessions";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { stdioFixture } from "../fixtures/stdio";
+
+let root: string;
+let userData: string;
+let workspace: string;
+let outside: string;
+
+beforeAll(async () => {
+  root = await realpath(await makeTempDir("mcp-paths-"));
+  userData = path.join(root, "threads", "t", "user-data");
+  workspace = path.join(userData, "workspace");
+  outside = path.join(root, "outside.txt");
+  await mkdir(path.join(workspace, "sub"), { recursive: true });
+  await mkdir(path.join(workspace, "dir"), { recursive: true });
+  await mkdir(path.join(workspace, "a"), { recursive: true });
+  await mkdir(path.join(workspace, "b"), { recursive: true });
+  for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt"]) await writeFile(path.join(workspace, file), "x");
+  await writeFile(path.join(userData, "outputs.txt"), "x");
+  await writeFile(outside, "secret");
+  await symlink(outside, path.join(workspace, "escape.txt"));
+  await symlink(path.join(workspace, "report.txt"), path.join(workspace, "alias.txt"));
+});
+
+const V = "/mnt/user-data";
+
+function context(changed: string[] = []): PathContext {
+  return { userData, cwd: workspace, changed: changed.map((f) => path.join(workspace, f)) };
+}
+
+async function text(input: string, changed: string[] = []): Promise<string> {
+  const result = await translateResultPaths({ content: [{ type: "text", text: input }] }, context(changed));
+  return (result.content[0] as { text: string }).text;
+}
+
+describe("path translation", () => {
+  test.each([
+    ["an absolute path to a file in the workspace", () => `saved ${workspace}/report.txt`, `saved ${V}/workspace/report.txt`],
+    ["a file:// URI in text", () => `see ${pathToFileURL(path.join(workspace, "sub/data.csv")).href}`, `see ${V}/workspace/sub/data.csv`],
+    ["a percent-encoded file:// URI", () => `at ${pathToFileURL(path.join(workspace, "my file.txt")).href}.`, `at ${V}/workspace/my file.txt.`],
+    ["a ./relative path (against the child's cwd)", () => "open ./sub/data.csv", `open ${V}/workspace/sub/data.csv`],
+    ["a dir/relative path with trailing punctuation kept", () => "(sub/data.csv), then", `(${V}/workspace/sub/data.csv), then`],
+    ["a ../ path to user-data outside the workspace", () => "read ../outputs.txt!", `read ${V}/outputs.txt!`],
+    ["a symlink inside that points inside", () => `link ${workspace}/alias.txt`, `link ${V}/workspace/report.txt`],
+  ])("rewritten: %s", async (_name, input, expected) => {
+    expect(await text(input())).toBe(expected);
+  });
+
+  test.each([
+    ["a symlink escaping the user-data folder", () => `leak ${workspace}/escape.txt`],
+    ["a file outside", () => `see ${outside}`],
+    ["a directory", () => `folder ${workspace}/dir`],
+    ["a missing file", () => `gone ${workspace}/nope.txt`],
+    ["a remote URL", () => "fetch https://example.com/workspace/report.txt"],
+    ["a path into another thread", () => `other ${path.join(root, "threads", "u", "user-data", "x.txt")}`],
+  ])("left unchanged: %s", async (_name, input) => {
+    expect(await text(input())).toBe(input());
+  });
+
+  test("a bare file name is rewritten only when exactly one changed file has it, and never inside a longer name", async () => {
+    expect(await text("wrote report.txt and myreport.txt, report.txt.bak, dir/report.txt", ["report.txt"])).toBe(
+      `wrote ${V}/workspace/report.txt and myreport.txt, report.txt.bak, dir/report.txt`,
+    );
+    expect(await text("wrote x.txt", ["a/x.txt", "b/x.txt"])).toBe("wrote x.txt");
+    expect(await text("wrote report.txt", [])).toBe("wrote report.txt");
+  });
+
+  test("resource links are rewritten the same way; other schemes are left alone", async () => {
+    const result: CallToolResult = {
+      content: [
+        { type: "resource_link", uri: pathToFileURL(path.join(workspace, "report.txt")).href, name: "report.txt" },
+        { type: "resource_link", uri: pathToFileURL(path.join(workspace, "escape.txt")).href, name: "escape.txt" },
+        { type: "resource_link", uri: "https://example.com/report.txt", name: "remote" },
+      ],
+    };
+    const uris = (await translateResultPaths(result, context())).content.map((c) => (c as { uri: string }).uri);
+    expect(uris).toEqual([`${V}/workspace/report.txt`, result.content[1] && (result.content[1] as { uri: string }).uri, "https://example.com/report.txt"]);
+  });
+
+  test("a 12 MiB text is scanned in linear time", async () => {
+    const big = "0123456789".repeat(1_200_000);
+    expect(await text(`${big} ./sub/data.csv`)).toBe(`${big} ${V}/workspace/sub/data.csv`);
+  });
+});
+
+describe("workspace change listing", () => {
+  test("created and modified files are listed; deleted ones and .mcp, node_modules, .git … at any depth are not", async () => {
+    const ws = await realpath(await makeTempDir("mcp-changes-"));
+    await writeFile(path.join(ws, "kept.txt"), "1");
+    await writeFile(path.join(ws, "edited.txt"), "1");
+    const before = await snapshotWorkspace(ws);
+    await writeFile(path.join(ws, "edited.txt"), "22");
+    await mkdir(path.join(ws, "deep", ".mcp", "tmp"), { recursive: true });
+    await mkdir(path.join(ws, "deep", "node_modules"), { recursive: true });
+    await mkdir(path.join(ws, ".git"), { recursive: true });
+    await writeFile(path.join(ws, "deep", ".mcp", "tmp", "scratch"), "x");
+    await writeFile(path.join(ws, "deep", "node_modules", "pkg.js"), "x");
+    await writeFile(path.join(ws, ".git", "HEAD"), "x");
+    await writeFile(path.join(ws, "deep", "new.md"), "x");
+    expect(changedFiles(before, await snapshotWorkspace(ws))).toEqual([path.join(ws, "deep", "new.md"), path.join(ws, "edited.txt")]);
+  });
+});
+
+describe("through a stdio tool in a ToolNode", () => {
+  let toolkit: McpToolkit;
+  let graph: ToolNodeGraph;
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = await realpath(await makeTempDir("mcp-paths-data-"));
+    const configPath = await writeConfig(await makeTempDir("mcp-paths-cfg-"), {
+      mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file"] }) } },
+    });
+    toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+    graph = toolNodeGraph(await toolkit.getTools());
+  });
+  afterAll(async () => {
+    await toolkit.close();
+  });
+  const run = { context: { user_id: "u" }, configurable: { thread_id: "write" } };
+
+  test("a written file: its path in the text and its resource link become /mnt/user-data/…, and it is listed as a change", async () => {
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out/report.md", content: "# hi", link: true }, run);
+    expect(message.status).toBe("success");
+    expect(message.content).toEqual([
+      { type: "text", text: `wrote ${V}/workspace/out/report.md` },
+      expect.objectContaining({ type: "file", url: `${V}/workspace/out/report.md` }),
+    ]);
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.md`] });
+  });
+
+  test("files under .mcp are not listed; a bare name of the one changed file is rewritten", async () => {
+    const scratch = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/scratch.txt", content: "x", say: "done" }, run);
+    expect(scratch.content).toBe("done");
+    expect(scratch.artifact).toBeUndefined();
+    const named = await callThroughGraph(graph, "local_write_file", { path: "notes/summary.txt", content: "x", say: "see summary.txt" }, run);
+    expect(named.content).toBe(`see ${V}/workspace/notes/summary.txt`);
+  });
+});
