@@ -7,7 +7,7 @@ import type { HeaderMap } from "../shared/headers";
 import { headerSecrets, Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
-import type { SessionPool } from "../sessions";
+import { isExpiredSession, type SessionPool } from "../sessions";
 import { boundText } from "../shared/text";
 
 export interface DiscoveredTool {
@@ -84,11 +84,23 @@ export async function discoverServer(
   const listed = await withDeadline(async (signal) => {
     const headers = await target.headers(signal);
     sent.headers = headers;
-    const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
+    const listOnce = async () => {
+      const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
+      try {
+        return await listAllTools(lease.session.client, signal);
+      } catch (err) {
+        if (isExpiredSession(err)) pool.invalidate(lease.session);
+        throw err;
+      } finally {
+        lease.release();
+      }
+    };
     try {
-      return await listAllTools(lease.session.client, signal);
-    } finally {
-      lease.release();
+      return await listOnce();
+    } catch (err) {
+      // Listing is idempotent: a session the server forgot (HTTP 404) is re-initialized once, under the same bound.
+      if (!isExpiredSession(err)) throw err;
+      return await listOnce();
     }
   }, timeoutMs);
   const definitions = secretsOf(target, sent.headers).deep(listed);

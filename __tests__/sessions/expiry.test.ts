@@ -1,0 +1,97 @@
+/**
+ * An HTTP server that forgets its sessions (expiry, restart): its 404 on the old session id re-initializes once,
+ * transparently, for discovery; a tool call already sent gets a clear error and is not sent again; the next call
+ * works on a new session.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
+import { discoverServer } from "../../lib/mcp/discovery";
+import { SessionPool } from "../../lib/sessions";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { findToolCall } from "../fixtures/http-common";
+import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
+
+let http: StreamableHttpFixture;
+let toolkit: McpToolkit;
+let graph: ToolNodeGraph;
+
+beforeAll(async () => {
+  http = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+  const configPath = await writeConfig(await makeTempDir("mcp-expiry-"), { mcpServers: { remote: { type: "http", url: http.url } } });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+  graph = toolNodeGraph(await toolkit.getTools());
+});
+afterAll(async () => {
+  await toolkit.close();
+  await http.close();
+});
+
+const toolCallsSent = (text: string) => http.requests.filter((r) => r.rpcMethods?.includes("tools/call") && JSON.stringify(r.body).includes(text));
+
+describe("a session the server forgot", () => {
+  test("a tool call on it gets a clear error and is not sent again; the following call works on a new session", async () => {
+    expect((await callThroughGraph(graph, "remote_echo", { text: "before" })).content).toBe("before");
+    const initsBefore = http.initializeCount();
+    await http.forgetSessions();
+
+    const failed = await callThroughGraph(graph, "remote_echo", { text: "lost" });
+    expect(failed.status).toBe("error");
+    expect(failed.content).toBe(
+      "MCP tool 'echo' on server 'remote' failed: the server no longer knows this MCP session (HTTP 404: it expired or the " +
+        "server restarted). The call was not sent again; a new session serves the next call.",
+    );
+    expect(toolCallsSent("lost")).toHaveLength(1);
+    expect(http.initializeCount()).toBe(initsBefore);
+
+    const after = await callThroughGraph(graph, "remote_echo", { text: "after" });
+    expect(after.content).toBe("after");
+    expect(http.initializeCount()).toBe(initsBefore + 1);
+    expect(findToolCall(http.requests, "after")!.sessionId).not.toBe(findToolCall(http.requests, "before")!.sessionId);
+    expect(toolCallsSent("lost")).toHaveLength(1);
+  });
+
+  test("discovery on a forgotten session re-initializes once, transparently, within session_init_timeout", async () => {
+    const server = McpServerSchema.parse({ type: "http", url: http.url, session_init_timeout: 5 });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const target = { serverName: "remote", server, headers: async () => ({}), secrets: [] };
+    try {
+      expect((await discoverServer(target, pool)).map((t) => t.definition.name)).toEqual(["echo"]);
+      const inits = http.initializeCount();
+      await http.forgetSessions();
+      expect((await discoverServer(target, pool)).map((t) => t.definition.name)).toEqual(["echo"]);
+      expect(http.initializeCount()).toBe(inits + 1);
+      expect(pool.size()).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test("a late invalidation from an old session's call never drops its replacement", async () => {
+    const server = McpServerSchema.parse({ type: "http", url: http.url });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const acquire = () => pool.acquire("remote", server, { headers: {}, initTimeoutMs: 5000 });
+    try {
+      const old = await acquire();
+      old.release();
+      pool.invalidate(old.session);
+      const replacement = await acquire();
+      replacement.release();
+      expect(replacement.session).not.toBe(old.session);
+      pool.invalidate(old.session); // a second 404 of a call that was still running on the old session
+      const again = await acquire();
+      again.release();
+      expect(again.session).toBe(replacement.session);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  test("getTools() after the server forgot: a reload discovers on a new session and the tools work", async () => {
+    await http.forgetSessions();
+    await toolkit.reset();
+    const tools = await toolkit.getTools();
+    const message = await callThroughGraph(toolNodeGraph(tools), "remote_echo", { text: "reloaded" });
+    expect(message.content).toBe("reloaded");
+  });
+});
