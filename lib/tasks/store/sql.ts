@@ -98,16 +98,18 @@ export class TaskSql {
 
   /**
    * $1 lease owner, $2 lease expiry, $3 now, $4 limit. One statement: PostgreSQL skips rows other workers
-   * hold; SQLite runs it under the single write lock.
+   * hold; SQLite runs it under the single write lock. The candidates are a materialized CTE: as a plain
+   * `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` PostgreSQL may rescan the subquery and claim more than n.
    */
   claimDuePolls(): string {
     const { c } = this;
     const due = `status IN ${POLLABLE} AND cancel_requested_at IS NULL AND next_poll_at IS NOT NULL
         AND next_poll_at <= ${c.ts(3)} AND (lease_expires_at IS NULL OR lease_expires_at < ${c.ts(3)})`;
-    return `UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
+    return `WITH due AS MATERIALIZED (
+        SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_poll_at, id LIMIT ${c.int(4)} ${this.skipLocked})
+      UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         poll_attempt_count = poll_attempt_count + 1
-      WHERE id IN (SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_poll_at, id LIMIT ${c.int(4)} ${this.skipLocked})
-        AND ${due}
+      WHERE id IN (SELECT id FROM due) AND ${due}
       RETURNING *`;
   }
 
@@ -212,10 +214,11 @@ export class TaskSql {
     const due = `cancel_requested_at IS NOT NULL AND status NOT IN ${TERMINAL} AND next_cancel_at IS NOT NULL
         AND next_cancel_at <= ${c.ts(3)} AND (lease_expires_at IS NULL OR lease_expires_at < ${c.ts(3)})
         AND (${c.text(5)} IS NULL OR id = ${c.text(5)})`;
-    return `UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
+    return `WITH due AS MATERIALIZED (
+        SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_cancel_at, id LIMIT ${c.int(4)} ${this.skipLocked})
+      UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         cancel_attempt_count = cancel_attempt_count + 1
-      WHERE id IN (SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_cancel_at, id LIMIT ${c.int(4)} ${this.skipLocked})
-        AND ${due}
+      WHERE id IN (SELECT id FROM due) AND ${due}
       RETURNING *`;
   }
 

@@ -1,0 +1,58 @@
+/**
+ * A store in a process of its own, for the cross-process tests. Commands:
+ * - `migrate {url}`: opens the database and migrates; prints the applied names as JSON.
+ * - `drain {url, owner, at, leaseSeconds, batch}`: claims and completes due rows until none is left; prints
+ *   `{claimed, applied}` (ids) as JSON.
+ * - `hold {url, owner, at, leaseSeconds, batch, batches}`: completes `batches` batches (one line of applied ids
+ *   each), then claims one more batch, prints `holding <ids>` and waits to be killed.
+ */
+import { migrate, openTaskDatabase, openTaskStore, TaskSnapshot } from "../../../lib/tasks";
+
+interface Args {
+  url: string;
+  owner: string;
+  at: string;
+  leaseSeconds: number;
+  batch: number;
+  batches: number;
+}
+
+async function main(): Promise<void> {
+  const [command, json] = process.argv.slice(2);
+  const args = JSON.parse(json) as Args;
+  if (command === "migrate") {
+    const { db, schema } = await openTaskDatabase({ url: args.url });
+    const applied = await migrate(db, { schema });
+    await db.close();
+    console.log(JSON.stringify(applied));
+    return;
+  }
+  const at = new Date(args.at);
+  const store = await openTaskStore({ url: args.url, clock: () => at, poolSize: 2 });
+  const done = new TaskSnapshot({ status: "completed", result: { by: args.owner } });
+  const claimed: string[] = [];
+  const applied: string[] = [];
+  const claimBatch = () => store.claimDuePolls({ leaseOwner: args.owner, leaseSeconds: args.leaseSeconds, limit: args.batch });
+  for (let i = 0; command === "drain" || i < args.batches; i += 1) {
+    const rows = await claimBatch();
+    if (rows.length === 0) break;
+    claimed.push(...rows.map((r) => r.id));
+    const results = await store.applySnapshots(rows.map((task) => ({ task, leaseOwner: args.owner, snapshot: done, nextPollAt: null })));
+    const ok = rows.filter((_, j) => results[j]).map((r) => r.id);
+    applied.push(...ok);
+    if (command === "hold") console.log(`applied ${JSON.stringify(ok)}`);
+  }
+  if (command === "drain") {
+    await store.close();
+    console.log(JSON.stringify({ claimed, applied }));
+    return;
+  }
+  const held = await claimBatch();
+  console.log(`holding ${JSON.stringify(held.map((r) => r.id))}`);
+  await new Promise(() => undefined);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
