@@ -1,11 +1,14 @@
 /**
  * A store in a process of its own, for the cross-process tests. Commands:
- * - `migrate {url}`: opens the database and migrates; prints the applied names as JSON.
- * - `drain {url, owner, at, leaseSeconds, batch}`: claims and completes due rows until none is left; prints
+ * - `migrate {url}`: opens the database, prints `ready`, waits for a line on stdin, migrates; prints the
+ *   applied names as JSON.
+ * - `drain {url, owner, at, leaseSeconds, batch}`: opens the store, prints `ready`, waits for a line on stdin
+ *   (so that all workers start together), then claims and completes due rows until none is left; prints
  *   `{claimed, applied}` (ids) as JSON.
  * - `hold {url, owner, at, leaseSeconds, batch, batches}`: completes `batches` batches (one line of applied ids
  *   each), then claims one more batch, prints `holding <ids>` and waits to be killed.
  */
+import { createInterface } from "node:readline";
 import { migrate, openTaskDatabase, openTaskStore, TaskSnapshot } from "../../../lib/tasks";
 
 interface Args {
@@ -17,11 +20,20 @@ interface Args {
   batches: number;
 }
 
+/** Prints `ready` and waits for a line on stdin, so that the parent can start several children together. */
+async function startSignal(): Promise<void> {
+  console.log("ready");
+  const input = createInterface({ input: process.stdin });
+  await new Promise((resolve) => input.once("line", resolve));
+  input.close();
+}
+
 async function main(): Promise<void> {
   const [command, json] = process.argv.slice(2);
   const args = JSON.parse(json) as Args;
   if (command === "migrate") {
     const { db, schema } = await openTaskDatabase({ url: args.url });
+    await startSignal();
     const applied = await migrate(db, { schema });
     await db.close();
     console.log(JSON.stringify(applied));
@@ -32,6 +44,7 @@ async function main(): Promise<void> {
   const done = new TaskSnapshot({ status: "completed", result: { by: args.owner } });
   const claimed: string[] = [];
   const applied: string[] = [];
+  if (command === "drain") await startSignal();
   const claimBatch = () => store.claimDuePolls({ leaseOwner: args.owner, leaseSeconds: args.leaseSeconds, limit: args.batch });
   for (let i = 0; command === "drain" || i < args.batches; i += 1) {
     const rows = await claimBatch();

@@ -96,13 +96,14 @@ export interface Child {
   next(): Promise<string>;
   exit: Promise<number | null>;
   kill(signal: NodeJS.Signals): void;
+  send(line: string): void;
   pid: number;
 }
 
 /** Runs `child.ts <command> <json args>` in its own node process. */
 export function startChild(command: string, args: object): Child {
   const proc = spawn(process.execPath, ["--require", TSX_CJS_REGISTER, CHILD_PATH, command, JSON.stringify(args)], {
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["pipe", "pipe", "pipe"],
   });
   let stderr = "";
   proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -125,5 +126,6 @@ export function startChild(command: string, args: object): Child {
     },
     exit,
     kill: (signal) => proc.kill(signal),
+    send: (line) => proc.stdin!.write(`${line}\n`),
   };
 }
