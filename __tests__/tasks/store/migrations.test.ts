@@ -19,11 +19,14 @@ async function indexes(db: Db): Promise<string[]> {
 }
 
 const INDEXES = [
+  "ix_mcp_tasks_cancel_claim",
   "ix_mcp_tasks_cancel_due",
   "ix_mcp_tasks_due",
   "ix_mcp_tasks_next_poll_at",
+  "ix_mcp_tasks_notification_claim",
   "ix_mcp_tasks_notification_due",
   "ix_mcp_tasks_notification_status",
+  "ix_mcp_tasks_poll_claim",
   "ix_mcp_tasks_status",
   "ix_mcp_tasks_thread_created",
   "ix_mcp_tasks_thread_id",

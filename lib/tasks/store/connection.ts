@@ -19,8 +19,11 @@ export type Row = Record<string, unknown>;
 
 /** One statement at a time, inside or outside a transaction. */
 export interface Queryable {
-  /** Runs one statement and returns its rows (`RETURNING` rows for writes). */
-  rows(sql: string, params?: readonly unknown[]): Promise<Row[]>;
+  /**
+   * Runs one statement and returns its rows (`RETURNING` rows for writes). A `name` makes it a prepared
+   * statement on PostgreSQL (parsed and planned once per connection); the same name must mean the same text.
+   */
+  rows(sql: string, params?: readonly unknown[], name?: string): Promise<Row[]>;
 }
 
 export interface Db extends Queryable {
@@ -188,8 +191,8 @@ class PostgresDb implements Db {
 
   constructor(private readonly pool: Pool) {}
 
-  async rows(sql: string, params: readonly unknown[] = []): Promise<Row[]> {
-    const result = await this.pool.query(sql, params as unknown[]);
+  async rows(sql: string, params: readonly unknown[] = [], name?: string): Promise<Row[]> {
+    const result = await this.pool.query({ text: sql, values: params as unknown[], name });
     return result.rows as Row[];
   }
 
@@ -200,7 +203,7 @@ class PostgresDb implements Db {
       await client.query("BEGIN");
       try {
         const result = await fn({
-          rows: async (sql, params = []) => (await client.query(sql, params as unknown[])).rows as Row[],
+          rows: async (sql, params = [], name) => (await client.query({ text: sql, values: params as unknown[], name })).rows as Row[],
         });
         await client.query("COMMIT");
         return result;

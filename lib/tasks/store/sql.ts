@@ -100,16 +100,18 @@ export class TaskSql {
    * $1 lease owner, $2 lease expiry, $3 now, $4 limit. One statement: PostgreSQL skips rows other workers
    * hold; SQLite runs it under the single write lock. The candidates are a materialized CTE: as a plain
    * `IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)` PostgreSQL may rescan the subquery and claim more than n.
+   * The rows it returns are locked and were re-checked against the conditions when locked (PostgreSQL) or
+   * read under the write lock (SQLite), so the update needs no second check.
    */
   claimDuePolls(): string {
     const { c } = this;
     const due = `status IN ${POLLABLE} AND cancel_requested_at IS NULL AND next_poll_at IS NOT NULL
         AND next_poll_at <= ${c.ts(3)} AND (lease_expires_at IS NULL OR lease_expires_at < ${c.ts(3)})`;
     return `WITH due AS MATERIALIZED (
-        SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_poll_at, id LIMIT ${c.int(4)} ${this.skipLocked})
+        SELECT id AS due_id FROM mcp_tasks WHERE ${due} ORDER BY next_poll_at, id LIMIT ${c.int(4)} ${this.skipLocked})
       UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         poll_attempt_count = poll_attempt_count + 1
-      WHERE id IN (SELECT id FROM due) AND ${due}
+      FROM due WHERE mcp_tasks.id = due.due_id
       RETURNING *`;
   }
 
@@ -215,10 +217,10 @@ export class TaskSql {
         AND next_cancel_at <= ${c.ts(3)} AND (lease_expires_at IS NULL OR lease_expires_at < ${c.ts(3)})
         AND (${c.text(5)} IS NULL OR id = ${c.text(5)})`;
     return `WITH due AS MATERIALIZED (
-        SELECT id FROM mcp_tasks WHERE ${due} ORDER BY next_cancel_at, id LIMIT ${c.int(4)} ${this.skipLocked})
+        SELECT id AS due_id FROM mcp_tasks WHERE ${due} ORDER BY next_cancel_at, id LIMIT ${c.int(4)} ${this.skipLocked})
       UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         cancel_attempt_count = cancel_attempt_count + 1
-      WHERE id IN (SELECT id FROM due) AND ${due}
+      FROM due WHERE mcp_tasks.id = due.due_id
       RETURNING *`;
   }
 

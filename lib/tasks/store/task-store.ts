@@ -105,11 +105,13 @@ export class TaskStore {
   readonly #sql: TaskSql;
   readonly #clock: () => Date;
   readonly #applyStatements = new Map<number, string>();
+  readonly #claimPolls: string;
 
   constructor(db: Db, opts: TaskStoreOptions = {}) {
     this.#db = db;
     this.dialect = db.dialect;
     this.#sql = new TaskSql(db.dialect);
+    this.#claimPolls = this.#sql.claimDuePolls();
     this.#clock = opts.clock ?? (() => new Date());
   }
 
@@ -204,12 +206,11 @@ export class TaskStore {
   /** Claims up to `limit` due, unleased (or lease-expired), uncancelled pollable rows, oldest due first. */
   async claimDuePolls(opts: ClaimOptions): Promise<TaskRecord[]> {
     const now = this.#clock();
-    const rows = await this.#db.rows(this.#sql.claimDuePolls(), [
-      opts.leaseOwner,
-      dbTime(addSeconds(now, opts.leaseSeconds)),
-      dbTime(now),
-      opts.limit,
-    ]);
+    const rows = await this.#db.rows(
+      this.#claimPolls,
+      [opts.leaseOwner, dbTime(addSeconds(now, opts.leaseSeconds)), dbTime(now), opts.limit],
+      "mcp_tasks_claim_polls",
+    );
     return sortBy(this.#records(rows), (r) => r.next_poll_at);
   }
 
@@ -255,7 +256,7 @@ export class TaskStore {
         sql = this.#sql.applySnapshots(chunk.length);
         if (this.#applyStatements.size < 64) this.#applyStatements.set(chunk.length, sql);
       }
-      for (const row of await this.#db.rows(sql, params)) applied.add(String(row.id));
+      for (const row of await this.#db.rows(sql, params, `mcp_tasks_apply_${chunk.length}`)) applied.add(String(row.id));
     }
     return inputs.map((input) => applied.has(input.task.id));
   }
