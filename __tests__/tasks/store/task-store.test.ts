@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "@jest/globals";
-import { DuplicateMcpRemoteTaskError, TaskSnapshot, type TaskStore } from "../../../lib/tasks";
+import { DuplicateMcpRemoteTaskError, openTaskDatabase, TaskSnapshot, type TaskStore } from "../../../lib/tasks";
 import { completed, ManualClock, openStore, seedTask, targets } from "./helpers";
 
 const lease = { leaseSeconds: 60, limit: 10 };
@@ -7,9 +7,10 @@ const lease = { leaseSeconds: 60, limit: 10 };
 describe.each(targets())("task store on $name", (target) => {
   afterAll(() => target.cleanup());
 
-  async function fresh(): Promise<{ store: TaskStore; clock: ManualClock }> {
+  async function fresh(): Promise<{ store: TaskStore; clock: ManualClock; url: string }> {
     const clock = new ManualClock();
-    return { store: await openStore(await target.fresh(), clock), clock };
+    const url = await target.fresh();
+    return { store: await openStore(url, clock), clock, url };
   }
 
   test("a result applied after the lease expired is discarded, though nobody re-claimed the row", async () => {
@@ -94,6 +95,20 @@ describe.each(targets())("task store on $name", (target) => {
     expect(await store.requestCancel(task.id, "alice", "thread-1")).toEqual(done);
     expect(await store.claimCancels({ leaseOwner: "w1", ...lease })).toEqual([]);
     expect(await store.get(task.id, "alice")).toEqual(done);
+    await store.close();
+  });
+
+  test("the status fence holds on its own: a row made terminal under a live lease refuses that lease's result", async () => {
+    const { store, url } = await fresh();
+    const task = await seedTask(store);
+    const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    // Another writer (an older process, an operator) finishes the row without clearing the lease.
+    const { db } = await openTaskDatabase({ url });
+    await db.rows("UPDATE mcp_tasks SET status = 'failed' WHERE id = $1", [task.id]);
+    await db.close();
+    expect(await store.applySnapshot({ task: claimed, leaseOwner: "w1", snapshot: completed(), nextPollAt: null })).toBe(false);
+    expect(await store.applyCancelSnapshot({ taskId: task.id, leaseOwner: "w1", snapshot: new TaskSnapshot({ status: "cancelled" }), trackingDegradedAfterErrors: 3 })).toBe(false);
+    expect(await store.get(task.id, "alice")).toMatchObject({ status: "failed", result: null, lease_owner: "w1" });
     await store.close();
   });
 
