@@ -59,7 +59,14 @@ describe.each(targets())("task store on $name", (target) => {
     await store.requestCancel(cancelled.id, "alice", "thread-1");
     expect((await store.claimDuePolls({ leaseOwner: "w1", leaseSeconds: 60, limit: 1 })).map((r) => r.id)).toEqual([early.id]);
     expect((await store.claimDuePolls({ leaseOwner: "w1", ...lease })).map((r) => r.id)).toEqual([late.id]);
-    // Rows due at the same instant: a limit of one claims exactly one each time.
+    await store.close();
+  });
+
+  test("a claim never takes more than its limit, whatever plan the database picks (here without the claim index)", async () => {
+    const { store, url } = await fresh();
+    const { db } = await openTaskDatabase({ url });
+    await db.rows("DROP INDEX ix_mcp_tasks_poll_claim");
+    await db.close();
     const same = [await seedTask(store), await seedTask(store), await seedTask(store)];
     for (const owner of ["x1", "x2", "x3"]) expect(await store.claimDuePolls({ leaseOwner: owner, leaseSeconds: 60, limit: 1 })).toHaveLength(1);
     expect(new Set((await Promise.all(same.map((t) => store.get(t.id, "alice")))).map((r) => r?.lease_owner))).toEqual(new Set(["x1", "x2", "x3"]));
@@ -79,6 +86,18 @@ describe.each(targets())("task store on $name", (target) => {
     expect(again).toEqual(requested);
     expect(await store.requestCancel(task.id, "bob", "thread-1")).toBeNull();
     expect(await store.requestCancel(task.id, "alice", "other-thread")).toBeNull();
+    await store.close();
+  });
+
+  test("a poll result is refused once a cancel is requested, even when the same owner has since taken the cancel lease", async () => {
+    const { store } = await fresh();
+    const task = await seedTask(store);
+    const [claimed] = await store.claimDuePolls({ leaseOwner: "svc", ...lease });
+    await store.requestCancel(task.id, "alice", "thread-1");
+    // One service polls and cancels under one owner name: the cancel phase re-takes the lease.
+    expect(await store.claimCancels({ leaseOwner: "svc", ...lease })).toHaveLength(1);
+    expect(await store.applySnapshot({ task: claimed, leaseOwner: "svc", snapshot: completed(), nextPollAt: null })).toBe(false);
+    expect(await store.get(task.id, "alice")).toMatchObject({ status: "working", lease_owner: "svc" });
     await store.close();
   });
 
