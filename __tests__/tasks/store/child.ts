@@ -2,14 +2,15 @@
  * A store in a process of its own, for the cross-process tests. Commands:
  * - `migrate {url}`: opens the database, prints `ready`, waits for a line on stdin, migrates; prints the
  *   applied names as JSON.
- * - `drain {url, owner, at, leaseSeconds, batch}`: opens the store, prints `ready`, waits for a line on stdin
- *   (so that all workers start together), then claims and completes due rows until none is left; prints
- *   `{claimed, applied}` (ids) as JSON.
+ * - `drain {url, owner, at, leaseSeconds, batch, mixed?, busyRetries?}`: opens the store, prints `ready`, waits
+ *   for a line on stdin (so that all workers start together), then runs `drain` (worker-loop.ts) until no row
+ *   is due; prints its result as JSON.
  * - `hold {url, owner, at, leaseSeconds, batch, batches}`: completes `batches` batches (one line of applied ids
  *   each), then claims one more batch, prints `holding <ids>` and waits to be killed.
  */
 import { createInterface } from "node:readline";
 import { migrate, openTaskDatabase, openTaskStore, TaskSnapshot } from "../../../lib/tasks";
+import { drain } from "./worker-loop";
 
 interface Args {
   url: string;
@@ -18,6 +19,8 @@ interface Args {
   leaseSeconds: number;
   batch: number;
   batches: number;
+  mixed?: boolean;
+  busyRetries?: number;
 }
 
 /** Prints `ready` and waits for a line on stdin, so that the parent can start several children together. */
@@ -40,25 +43,22 @@ async function main(): Promise<void> {
     return;
   }
   const at = new Date(args.at);
-  const store = await openTaskStore({ url: args.url, clock: () => at, poolSize: 2 });
+  const store = await openTaskStore({ url: args.url, clock: () => at, poolSize: 2, busyRetries: args.busyRetries });
+  if (command === "drain") {
+    await startSignal();
+    const result = await drain(store, { owner: args.owner, leaseSeconds: args.leaseSeconds, batch: args.batch, mixed: args.mixed });
+    await store.close();
+    console.log(JSON.stringify(result));
+    return;
+  }
   const done = new TaskSnapshot({ status: "completed", result: { by: args.owner } });
-  const claimed: string[] = [];
-  const applied: string[] = [];
-  if (command === "drain") await startSignal();
   const claimBatch = () => store.claimDuePolls({ leaseOwner: args.owner, leaseSeconds: args.leaseSeconds, limit: args.batch });
-  for (let i = 0; command === "drain" || i < args.batches; i += 1) {
+  for (let i = 0; i < args.batches; i += 1) {
     const rows = await claimBatch();
     if (rows.length === 0) break;
-    claimed.push(...rows.map((r) => r.id));
     const results = await store.applySnapshots(rows.map((task) => ({ task, leaseOwner: args.owner, snapshot: done, nextPollAt: null })));
     const ok = rows.filter((_, j) => results[j]).map((r) => r.id);
-    applied.push(...ok);
-    if (command === "hold") console.log(`applied ${JSON.stringify(ok)}`);
-  }
-  if (command === "drain") {
-    await store.close();
-    console.log(JSON.stringify({ claimed, applied }));
-    return;
+    console.log(`applied ${JSON.stringify(ok)}`);
   }
   const held = await claimBatch();
   console.log(`holding ${JSON.stringify(held.map((r) => r.id))}`);

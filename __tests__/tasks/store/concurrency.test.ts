@@ -2,13 +2,16 @@
  * Several stores on one database at once: separate processes on one SQLite file, separate pools on
  * PostgreSQL. Leases are long enough never to expire, so every row must be claimed and finished exactly once.
  */
-import { afterAll, describe, expect, test } from "@jest/globals";
+import { afterAll, afterEach, describe, expect, test } from "@jest/globals";
 import { openTaskDatabase, TaskSnapshot, type TaskStore } from "../../../lib/tasks";
-import { ManualClock, openStore, startChild, T0, targets } from "./helpers";
+import { killChildren, ManualClock, openStore, startChild, T0, targets } from "./helpers";
+import { drain, type LoopResult } from "./worker-loop";
 
 const ROWS = 2_000;
 const WORKERS = 4;
 const BATCH = 25;
+
+afterEach(killChildren);
 
 async function seed(store: TaskStore, rows: number): Promise<string[]> {
   const ids = Array.from({ length: rows }, (_, i) => `race-${String(i).padStart(5, "0")}`);
@@ -39,44 +42,52 @@ async function finalRows(url: string): Promise<{ status: string; poll_attempt_co
 describe.each(targets())("concurrent stores on $name", (target) => {
   afterAll(() => target.cleanup());
 
-  test(`${WORKERS} stores claim and complete ${ROWS} due rows: each row claimed once and terminal once`, async () => {
-    const url = await target.fresh();
-    const clock = new ManualClock();
-    const seeder = await openStore(url, clock);
-    const ids = await seed(seeder, ROWS);
-    await seeder.close();
-
-    let results: { claimed: string[]; applied: string[] }[];
+  /** WORKERS stores on one database, started together: processes on SQLite, separate pools on PostgreSQL. */
+  async function runWorkers(url: string, opts: { mixed: boolean }): Promise<LoopResult[]> {
+    const loop = { leaseSeconds: 3600, batch: BATCH, mixed: opts.mixed };
     if (target.name === "sqlite") {
-      const children = Array.from({ length: WORKERS }, (_, i) =>
-        startChild("drain", { url, owner: `worker-${i}`, at: T0.toISOString(), leaseSeconds: 3600, batch: BATCH }),
-      );
+      // No retry after SQLITE_BUSY: busy_timeout and IMMEDIATE transactions alone must keep it from escaping.
+      const children = Array.from({ length: WORKERS }, (_, i) => startChild("drain", { url, owner: `worker-${i}`, at: T0.toISOString(), busyRetries: 0, ...loop }));
       for (const child of children) expect(await child.next()).toBe("ready");
       for (const child of children) child.send("go");
-      results = await Promise.all(children.map(async (child) => JSON.parse(await child.next()) as { claimed: string[]; applied: string[] }));
+      const results = await Promise.all(children.map(async (child) => JSON.parse(await child.next()) as LoopResult));
       await Promise.all(children.map((c) => c.exit));
-    } else {
-      const stores = await Promise.all(Array.from({ length: WORKERS }, () => openStore(url, clock, { poolSize: 2 })));
-      results = await Promise.all(
-        stores.map(async (store, i) => {
-          const owner = `worker-${i}`;
-          const claimed: string[] = [];
-          const applied: string[] = [];
-          for (;;) {
-            const rows = await store.claimDuePolls({ leaseOwner: owner, leaseSeconds: 3600, limit: BATCH });
-            if (rows.length === 0) break;
-            claimed.push(...rows.map((r) => r.id));
-            const ok = await store.applySnapshots(rows.map((task) => ({ task, leaseOwner: owner, snapshot: new TaskSnapshot({ status: "completed" }), nextPollAt: null })));
-            applied.push(...rows.filter((_, j) => ok[j]).map((r) => r.id));
-          }
-          return { claimed, applied };
-        }),
-      );
-      await Promise.all(stores.map((s) => s.close()));
+      return results;
     }
+    const clock = new ManualClock();
+    const stores = await Promise.all(Array.from({ length: WORKERS }, () => openStore(url, clock, { poolSize: 2 })));
+    const results = await Promise.all(stores.map((store, i) => drain(store, { owner: `worker-${i}`, ...loop })));
+    await Promise.all(stores.map((s) => s.close()));
+    return results;
+  }
+
+  async function seeded(rows: number): Promise<{ url: string; ids: string[] }> {
+    const url = await target.fresh();
+    const seeder = await openStore(url, new ManualClock());
+    const ids = await seed(seeder, rows);
+    await seeder.close();
+    return { url, ids };
+  }
+
+  test(`${WORKERS} stores claim and complete ${ROWS} due rows: each row claimed once and terminal once`, async () => {
+    const { url, ids } = await seeded(ROWS);
+    const results = await runWorkers(url, { mixed: false });
     expectExactlyOnce(ids, results.map((r) => r.claimed), results.map((r) => r.applied));
     const rows = await finalRows(url);
     expect(rows.every((r) => r.status === "completed" && r.poll_attempt_count === 1 && r.event_version === 1)).toBe(true);
+  });
+
+  test("the same with read-then-write transactions mixed in (claims given back, notification claims)", async () => {
+    const { url, ids } = await seeded(ROWS / 2);
+    const results = await runWorkers(url, { mixed: true });
+    const released = results.flatMap((r) => r.released);
+    expect([...released].sort()).toEqual(ids.filter((id) => id.endsWith("0")));
+    expect([...results.flatMap((r) => r.applied)].sort()).toEqual(ids);
+    // Each finished row's notification is claimed exactly once (its lease outlives the test).
+    expect([...results.flatMap((r) => r.notified)].sort()).toEqual(ids);
+    const rows = await finalRows(url);
+    expect(rows.every((r) => r.status === "completed" && r.event_version === 1)).toBe(true);
+    expect(rows.filter((r) => r.poll_attempt_count === 2)).toHaveLength(released.length);
   });
 
   test("two processes migrating one empty database at once end with one schema and no error; a second run is a no-op", async () => {

@@ -1,5 +1,5 @@
 /** Store test helpers: one SQLite file per test, one PostgreSQL schema per test file, a manual clock. */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import * as path from "node:path";
@@ -100,11 +100,21 @@ export interface Child {
   pid: number;
 }
 
+const running = new Set<ChildProcess>();
+
+/** Kills every child still running (a failed test must not leave workers waiting on their stdin). */
+export function killChildren(): void {
+  for (const proc of running) proc.kill("SIGKILL");
+  running.clear();
+}
+
 /** Runs `child.ts <command> <json args>` in its own node process. */
 export function startChild(command: string, args: object): Child {
   const proc = spawn(process.execPath, ["--require", TSX_CJS_REGISTER, CHILD_PATH, command, JSON.stringify(args)], {
     stdio: ["pipe", "pipe", "pipe"],
   });
+  running.add(proc);
+  proc.once("exit", () => running.delete(proc));
   let stderr = "";
   proc.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: proc.stdout! })[Symbol.asyncIterator]();

@@ -210,6 +210,25 @@ describe.each(targets())("task store on $name", (target) => {
     await store.close();
   });
 
+  test("one store used concurrently: transactions (releases) and single statements (applies, reads) at once", async () => {
+    const { store, clock } = await fresh();
+    const tasks = await Promise.all(Array.from({ length: 40 }, () => seedTask(store)));
+    const claimed = await store.claimDuePolls({ leaseOwner: "w1", leaseSeconds: 60, limit: 40 });
+    expect(claimed).toHaveLength(40);
+    const [give, keep] = [claimed.slice(0, 20), claimed.slice(20)];
+    const outcomes = await Promise.all([
+      ...give.map((t) => store.releaseClaim({ taskId: t.id, leaseOwner: "w1", nextPollAt: clock.current, error: "e", trackingDegradedAfterErrors: 3 })),
+      ...keep.map((task) => store.applySnapshot({ task, leaseOwner: "w1", snapshot: completed(), nextPollAt: null })),
+      ...tasks.map((t) => store.get(t.id, "alice").then((r) => r !== null)),
+      store.claimNotificationWork({ leaseOwner: "n1", leaseSeconds: 30, limit: 40, trackingDegradedAfterErrors: 3 }).then(() => true),
+    ]);
+    expect(outcomes.every(Boolean)).toBe(true);
+    const rows = await store.listByThread("thread-1", "alice", { limit: 100 });
+    expect(rows.filter((r) => r.status === "completed")).toHaveLength(20);
+    expect(rows.filter((r) => r.consecutive_poll_error_count === 1 && r.lease_owner === null)).toHaveLength(20);
+    await store.close();
+  });
+
   test("create: the unique handle conflict has its own error; other integrity errors pass unchanged; a row born terminal has its first event", async () => {
     const { store } = await fresh();
     const base = { userId: "alice", threadId: "t", serverName: "jobs", driverName: "ordinary-tools", taskName: "r", nextPollAt: null, snapshot: new TaskSnapshot({ status: "working" }) };
