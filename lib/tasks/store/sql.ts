@@ -82,7 +82,7 @@ export class TaskSql {
     const values = TASK_COLUMNS.map((col, i) =>
       col.endsWith("_at") ? c.ts(i + 1) : json.has(col) ? c.json(i + 1) : col === "result_truncated" ? c.bool(i + 1) : `$${i + 1}`,
     );
-    return `INSERT INTO mcp_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${values.join(", ")})`;
+    return `INSERT INTO mcp_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${values.join(", ")}) RETURNING *`;
   }
 
   /** $1 id, $2 user_id. */

@@ -182,13 +182,12 @@ export class TaskStore {
       values.next_notification_at = dbTime(now);
     }
     try {
-      await this.#db.rows(this.#sql.insert(), TASK_COLUMNS.map((col) => values[col]));
+      const rows = await this.#db.rows(this.#sql.insert(), TASK_COLUMNS.map((col) => values[col]));
+      return this.#records(rows)[0];
     } catch (err) {
       if (isRemoteTaskUniqueConflict(err)) throw new DuplicateMcpRemoteTaskError(input.remoteTaskId, input.serverName);
       throw err;
     }
-    const rows = await this.#db.rows(this.#sql.get(), [input.id, input.userId]);
-    return this.#records(rows)[0];
   }
 
   /** The task, or null when it is missing or belongs to another user. */
