@@ -20,6 +20,7 @@ import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";
 import { startTokenFixture } from "../__tests__/fixtures/token-server";
+import { taskStoreFigures } from "./tasks";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -294,6 +295,7 @@ async function main(): Promise<void> {
     credentials: credentialOverhead,
     discovery: parallelDiscovery,
     hot: hotPath,
+    tasks: taskStoreFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);

@@ -13,3 +13,22 @@ export {
   type OAuthTokenManagerOptions,
 } from "./credentials";
 export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./shared";
+export {
+  ATTENTION_TASK_STATUSES,
+  DuplicateMcpRemoteTaskError,
+  McpTaskDriverRegistry,
+  McpTaskProtocolError,
+  openTaskStore,
+  POLLABLE_TASK_STATUSES,
+  TaskSnapshot,
+  TaskStatus,
+  TaskStore,
+  TaskStoreConfigError,
+  TaskSubmitRequest,
+  TERMINAL_TASK_STATUSES,
+  type McpTaskDriver,
+  type OpenTaskStoreOptions,
+  type TaskRecord,
+  type TaskReference,
+  type TaskSubmission,
+} from "./tasks";

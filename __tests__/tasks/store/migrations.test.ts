@@ -1,0 +1,86 @@
+import { afterAll, describe, expect, test } from "@jest/globals";
+import { migrate, openTaskDatabase, TASK_COLUMNS, type Db } from "../../../lib/tasks";
+import { ManualClock, openStore, targets } from "./helpers";
+
+async function columns(db: Db): Promise<string[]> {
+  const rows =
+    db.dialect === "sqlite"
+      ? await db.rows("SELECT name FROM pragma_table_info('mcp_tasks') ORDER BY cid")
+      : await db.rows("SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'mcp_tasks' ORDER BY ordinal_position");
+  return rows.map((r) => String(r.name));
+}
+
+async function indexes(db: Db): Promise<string[]> {
+  const rows =
+    db.dialect === "sqlite"
+      ? await db.rows("SELECT name FROM pragma_index_list('mcp_tasks') WHERE origin = 'c'")
+      : await db.rows("SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'mcp_tasks' AND indexname LIKE 'ix_%'");
+  return rows.map((r) => String(r.name)).sort();
+}
+
+const INDEXES = [
+  "ix_mcp_tasks_cancel_claim",
+  "ix_mcp_tasks_cancel_due",
+  "ix_mcp_tasks_due",
+  "ix_mcp_tasks_next_poll_at",
+  "ix_mcp_tasks_notification_claim",
+  "ix_mcp_tasks_notification_due",
+  "ix_mcp_tasks_notification_status",
+  "ix_mcp_tasks_poll_claim",
+  "ix_mcp_tasks_status",
+  "ix_mcp_tasks_thread_created",
+  "ix_mcp_tasks_thread_id",
+  "ix_mcp_tasks_user_id",
+];
+
+describe.each(targets())("migrations on $name", (target) => {
+  afterAll(() => target.cleanup());
+
+  test("the store creates all 44 columns, every index and the named unique handle", async () => {
+    const url = await target.fresh();
+    await (await openStore(url, new ManualClock())).close();
+    const { db } = await openTaskDatabase({ url });
+    expect(await columns(db)).toEqual([...TASK_COLUMNS]);
+    expect(TASK_COLUMNS).toHaveLength(44);
+    expect(await indexes(db)).toEqual(INDEXES);
+    if (db.dialect === "postgres") {
+      const [c] = await db.rows("SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'uq_mcp_tasks_user_server_remote' AND connamespace = current_schema()::regnamespace");
+      expect(c.def).toBe("UNIQUE (user_id, server_name, remote_task_id)");
+    } else {
+      const [t] = await db.rows("SELECT sql FROM sqlite_master WHERE name = 'mcp_tasks'");
+      expect(String(t.sql)).toContain("CONSTRAINT uq_mcp_tasks_user_server_remote UNIQUE (user_id, server_name, remote_task_id)");
+    }
+    await db.close();
+  });
+
+  test("a database created at the first migration upgrades in place, keeping its rows and backfilling their events", async () => {
+    const url = await target.fresh();
+    const { db, schema } = await openTaskDatabase({ url });
+    expect(await migrate(db, { schema, to: "0001_create_mcp_tasks" })).toEqual(["0001_create_mcp_tasks"]);
+    expect(await columns(db)).toHaveLength(26);
+    const at = "2026-01-02T03:04:05.000Z";
+    const ts = db.dialect === "postgres" ? "::timestamptz" : "";
+    for (const [id, status, notification] of [
+      ["old-done", "completed", "pending"],
+      ["old-live", "working", "none"],
+    ]) {
+      await db.rows(
+        `INSERT INTO mcp_tasks (id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data,
+           notification_status, poll_attempt_count, consecutive_poll_error_count, created_at, updated_at)
+         VALUES ($1, 'alice', 't', 'jobs', 'ordinary-tools', $1, 'report', $2, '{}', $3, 0, 0, $4${ts}, $4${ts})`,
+        [id, status, notification, at],
+      );
+    }
+    await db.close();
+
+    const store = await openStore(url, new ManualClock());
+    expect(await store.get("old-done", "alice")).toMatchObject({ event_version: 1, next_notification_at: new Date(at), result_truncated: false, dispatch_attempt: 0 });
+    expect(await store.get("old-live", "alice")).toMatchObject({ event_version: 0, next_notification_at: null, status: "working" });
+    await store.close();
+
+    const again = await openTaskDatabase({ url });
+    expect(await columns(again.db)).toEqual([...TASK_COLUMNS]);
+    expect(await migrate(again.db, { schema: again.schema })).toEqual([]);
+    await again.db.close();
+  });
+});

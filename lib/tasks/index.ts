@@ -1,0 +1,15 @@
+/** Durable tasks (SPEC §6): the model, payload bounds, events and the store. */
+export * from "./model";
+export { cutCodePoints, encodeStrictJson, normalizeSnapshot, type PayloadBounds } from "./payload";
+export {
+  canonicalJson,
+  CLAIMABLE_NOTIFICATION_STATUSES,
+  eventFingerprint,
+  IN_FLIGHT_NOTIFICATION_STATUSES,
+  NotificationStatus,
+  notificationEvent,
+  notificationIdempotencyKey,
+  type EventSource,
+  type TaskEvent,
+} from "./events";
+export * from "./store";

@@ -1,0 +1,225 @@
+/**
+ * The durable task model (SPEC §6.1): statuses and their sets, the snapshot a driver reports, the handle the
+ * service keeps, the submit request, the bounds, and the driver protocol with its registry.
+ */
+import { MCP_TASK_NAME_MAX_LENGTH, MCP_TASK_SERVER_NAME_MAX_LENGTH } from "../config";
+
+export { MCP_TASK_NAME_MAX_LENGTH, MCP_TASK_SERVER_NAME_MAX_LENGTH };
+export const MCP_TASK_REMOTE_ID_MAX_LENGTH = 255;
+export const MCP_TASK_ERROR_MAX_CHARS = 4_000;
+export const MCP_TASK_INPUT_REQUIRED_MAX_BYTES = 65_536;
+export const MCP_TASK_RESULT_ARTIFACT_MAX_BYTES = 65_536;
+export const MCP_TASK_POLL_AFTER_MAX_SECONDS = 86_400;
+export const MCP_TASK_MAX_NOTIFICATION_ATTEMPTS = 5;
+/** Column widths of `mcp_tasks` that the model does not bound elsewhere. */
+export const MCP_TASK_ID_MAX_LENGTH = 64;
+export const MCP_TASK_LEASE_OWNER_MAX_LENGTH = 128;
+
+export const TaskStatus = {
+  SUBMITTED: "submitted",
+  WORKING: "working",
+  INPUT_REQUIRED: "input_required",
+  COMPLETED: "completed",
+  FAILED: "failed",
+  CANCELLED: "cancelled",
+} as const;
+export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
+
+export const TASK_STATUSES: readonly TaskStatus[] = Object.values(TaskStatus);
+export const POLLABLE_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([TaskStatus.SUBMITTED, TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED]);
+export const TERMINAL_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED]);
+export const ATTENTION_TASK_STATUSES: ReadonlySet<TaskStatus> = new Set([TaskStatus.INPUT_REQUIRED, ...TERMINAL_TASK_STATUSES]);
+
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return typeof value === "string" && (TASK_STATUSES as readonly string[]).includes(value);
+}
+
+export function parseTaskStatus(value: unknown): TaskStatus {
+  if (!isTaskStatus(value)) throw new RangeError(`invalid task status; expected one of ${TASK_STATUSES.join(", ")}`);
+  return value;
+}
+
+/** A JSON value as stored in the JSON columns. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export interface TaskSnapshotInit {
+  status: TaskStatus | string;
+  result?: unknown;
+  result_preview?: string | null;
+  result_truncated?: boolean;
+  result_artifact?: Record<string, string> | null;
+  error?: string | null;
+  input_required?: Record<string, unknown> | null;
+  poll_after_seconds?: number | null;
+}
+
+/** What a driver reports about a remote task at one moment. Immutable; invariants hold from construction. */
+export class TaskSnapshot {
+  readonly status: TaskStatus;
+  readonly result: unknown;
+  readonly result_preview: string | null;
+  readonly result_truncated: boolean;
+  readonly result_artifact: Record<string, string> | null;
+  readonly error: string | null;
+  readonly input_required: Record<string, unknown> | null;
+  readonly poll_after_seconds: number | null;
+
+  constructor(init: TaskSnapshotInit) {
+    this.status = parseTaskStatus(init.status);
+    this.result = init.result ?? null;
+    this.result_preview = init.result_preview ?? null;
+    this.result_truncated = init.result_truncated ?? false;
+    this.result_artifact = init.result_artifact ?? null;
+    this.error = init.error ?? null;
+    this.input_required = init.input_required ?? null;
+    this.poll_after_seconds = init.poll_after_seconds ?? null;
+    const hint = this.poll_after_seconds;
+    if (hint !== null && !(typeof hint === "number" && Number.isFinite(hint) && hint > 0)) {
+      throw new RangeError("poll_after_seconds must be a finite positive number");
+    }
+    if (this.status === TaskStatus.INPUT_REQUIRED && this.input_required === null) {
+      throw new RangeError("input_required status requires an input_required payload");
+    }
+    Object.freeze(this);
+  }
+
+  get isPollable(): boolean {
+    return POLLABLE_TASK_STATUSES.has(this.status);
+  }
+
+  get isTerminal(): boolean {
+    return TERMINAL_TASK_STATUSES.has(this.status);
+  }
+
+  get needsAttention(): boolean {
+    return ATTENTION_TASK_STATUSES.has(this.status);
+  }
+
+  with(changes: Partial<TaskSnapshotInit>): TaskSnapshot {
+    return new TaskSnapshot({ ...this, ...changes });
+  }
+}
+
+/** The handle a driver needs to reach a remote task again. */
+export interface TaskReference {
+  localTaskId: string;
+  userId: string;
+  threadId: string;
+  serverName: string;
+  remoteTaskId: string;
+  driverData: Record<string, unknown>;
+}
+
+export function taskReferenceFromRecord(record: {
+  id: string;
+  user_id: string;
+  thread_id: string;
+  server_name: string;
+  remote_task_id: string;
+  driver_data: Record<string, unknown>;
+}): TaskReference {
+  return {
+    localTaskId: record.id,
+    userId: record.user_id,
+    threadId: record.thread_id,
+    serverName: record.server_name,
+    remoteTaskId: record.remote_task_id,
+    driverData: { ...record.driver_data },
+  };
+}
+
+export interface TaskSubmitRequestInit {
+  userId: string;
+  threadId: string;
+  runId?: string | null;
+  toolCallId?: string | null;
+  serverName: string;
+  taskName: string;
+  arguments: Record<string, unknown>;
+  driverData?: Record<string, unknown>;
+  localTaskId?: string | null;
+}
+
+/** A request to start a remote task. Server and task names are checked at construction. */
+export class TaskSubmitRequest {
+  readonly userId: string;
+  readonly threadId: string;
+  readonly runId: string | null;
+  readonly toolCallId: string | null;
+  readonly serverName: string;
+  readonly taskName: string;
+  readonly arguments: Record<string, unknown>;
+  readonly driverData: Record<string, unknown>;
+  readonly localTaskId: string | null;
+
+  constructor(init: TaskSubmitRequestInit) {
+    requireBoundedName("server_name", init.serverName, MCP_TASK_SERVER_NAME_MAX_LENGTH);
+    requireBoundedName("task_name", init.taskName, MCP_TASK_NAME_MAX_LENGTH);
+    this.userId = init.userId;
+    this.threadId = init.threadId;
+    this.runId = init.runId ?? null;
+    this.toolCallId = init.toolCallId ?? null;
+    this.serverName = init.serverName;
+    this.taskName = init.taskName;
+    this.arguments = init.arguments;
+    this.driverData = { ...(init.driverData ?? {}) };
+    this.localTaskId = init.localTaskId ?? null;
+    Object.freeze(this);
+  }
+
+  withLocalTaskId(localTaskId: string): TaskSubmitRequest {
+    return new TaskSubmitRequest({ ...this, localTaskId });
+  }
+}
+
+function requireBoundedName(field: string, value: string, max: number): void {
+  if (typeof value !== "string" || value.trim() === "") throw new RangeError(`${field} must not be empty`);
+  if (value.length > max) throw new RangeError(`${field} must not exceed ${max} characters`);
+}
+
+/** What a driver's submit returns. */
+export interface TaskSubmission {
+  remoteTaskId: string;
+  snapshot: TaskSnapshot;
+  driverData?: Record<string, unknown>;
+}
+
+export interface DriverCallOptions {
+  /** Aborted when the service shuts down, so a hung server cannot hold the process. */
+  signal?: AbortSignal;
+}
+
+/** The driver protocol (SPEC §6.2 implements it twice: ordinary tools and native MCP Tasks). */
+export interface McpTaskDriver {
+  submit(request: TaskSubmitRequest, options?: DriverCallOptions): Promise<TaskSubmission>;
+  getStatus(ref: TaskReference, options?: DriverCallOptions): Promise<TaskSnapshot>;
+  cancel(ref: TaskReference, options?: DriverCallOptions): Promise<TaskSnapshot>;
+}
+
+/** Drivers by name. */
+export class McpTaskDriverRegistry {
+  readonly #drivers = new Map<string, McpTaskDriver>();
+
+  register(name: string, driver: McpTaskDriver): void {
+    const key = name.trim();
+    if (key === "") throw new RangeError("driver name must not be empty");
+    if (this.#drivers.has(key)) throw new Error(`MCP task driver '${key}' is already registered`);
+    this.#drivers.set(key, driver);
+  }
+
+  get(name: string): McpTaskDriver | undefined {
+    return this.#drivers.get(name.trim());
+  }
+
+  names(): string[] {
+    return [...this.#drivers.keys()].sort();
+  }
+}
+
+/** A remote answer that breaks the task protocol: a permanent failure of the task, never retried. */
+export class McpTaskProtocolError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "McpTaskProtocolError";
+  }
+}

@@ -1,0 +1,64 @@
+import { openPostgres, openSqlite, type Db, type PostgresOptions, type SqliteOptions } from "./connection";
+import { migrate } from "./migrations";
+import { TaskStore } from "./task-store";
+import { DATABASE_URL_VARIABLE, isSqlIdentifier, resolveDatabaseTarget, TaskStoreConfigError } from "./url";
+
+export { describePgFailure, isSqliteBusy, type Db, type Dialect, type Queryable } from "./connection";
+export { LATEST_MIGRATION, migrate, MIGRATIONS_TABLE, TASK_STORE_MIGRATIONS, type MigrateOptions } from "./migrations";
+export { TASK_COLUMNS, type TaskRecord } from "./records";
+export {
+  DuplicateMcpRemoteTaskError,
+  isRemoteTaskUniqueConflict,
+  TaskStore,
+  UNIQUE_REMOTE_TASK_CONSTRAINT,
+  type ApplyCancelInput,
+  type ApplySnapshotInput,
+  type ClaimOptions,
+  type CreateTaskInput,
+  type NotificationStep,
+  type ReleaseCancelInput,
+  type ReleaseClaimInput,
+} from "./task-store";
+export {
+  DATA_DIR_VARIABLE,
+  DATABASE_URL_VARIABLE,
+  DEFAULT_DATA_DIR,
+  DEFAULT_SQLITE_FILE,
+  resolveDatabaseTarget,
+  TaskStoreConfigError,
+  type DatabaseTarget,
+} from "./url";
+
+export interface OpenTaskStoreOptions extends SqliteOptions, PostgresOptions {
+  /** `sqlite:<path>` or `postgres://…`; default `MCP_HARNESS_DATABASE_URL` from `env`, else the default SQLite file. */
+  url?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Every timestamp the store writes comes from here (UTC). */
+  clock?: () => Date;
+  /** Run pending migrations on open (default true). */
+  migrate?: boolean;
+}
+
+/** Opens the database (`openTaskDatabase`), brings its schema up to date, and returns the store on it. */
+export async function openTaskStore(opts: OpenTaskStoreOptions = {}): Promise<TaskStore> {
+  const { db, schema } = await openTaskDatabase(opts);
+  try {
+    if (opts.migrate !== false) await migrate(db, { schema });
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+  return new TaskStore(db, { clock: opts.clock, schema });
+}
+
+/** The connection alone, unmigrated (the store opens it this way; tests use it to build older schemas). */
+export async function openTaskDatabase(opts: OpenTaskStoreOptions = {}): Promise<{ db: Db; schema: string | undefined }> {
+  const source = opts.url !== undefined ? "the task store url" : DATABASE_URL_VARIABLE;
+  const target = resolveDatabaseTarget({ url: opts.url, env: opts.env, cwd: opts.cwd, source });
+  if (target.dialect === "sqlite") return { db: await openSqlite(target, source, opts), schema: undefined };
+  if (opts.schema !== undefined && !isSqlIdentifier(opts.schema)) {
+    throw new TaskStoreConfigError("the task store schema must be a plain SQL identifier");
+  }
+  return openPostgres(target, source, opts);
+}
