@@ -21,7 +21,7 @@ interface Harness {
 async function harness(name: string, launch: StdioFixtureLaunch, stdioMaxMessageBytes?: number): Promise<Harness> {
   const configPath = await writeConfig(await makeTempDir(`mcp-large-${name}-`), {
     // A discarded response must fail its call at once, long before this timeout.
-    mcpServers: { [name]: { type: "stdio", ...launch, tool_call_timeout: 10 } },
+    mcpServers: { [name]: { type: "stdio", ...launch, tool_call_timeout: 45 } },
   });
   const logger = new RecordingLogger();
   const toolkit = createMcpToolkit({ configPath, env: {}, logger, stdioMaxMessageBytes });
