@@ -21,6 +21,7 @@ import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";
 import { startTokenFixture } from "../__tests__/fixtures/token-server";
 import { taskStoreFigures } from "./tasks";
+import { sessionFigures } from "./sessions";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -296,6 +297,7 @@ async function main(): Promise<void> {
     discovery: parallelDiscovery,
     hot: hotPath,
     tasks: taskStoreFigures,
+    sessions: sessionFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);

@@ -44,6 +44,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
       collectReferences(item.resource.text, references);
     }
   }
+  if (references.size === 0 && ctx.changed.length === 0) return result;
   const root = await realpath(ctx.userData).catch(() => null);
   if (root === null) return result;
   const virtual = new Map<string, string>();

@@ -1,0 +1,209 @@
+/**
+ * Session figures (issue 10): stdio scopes, per-user HTTP against bare SDK clients and against
+ * `@langchain/mcp-adapters` with a per-user `beforeToolCall`, per-thread stdio, and memory after many
+ * per-user calls. Real fixture servers; every pair of sides runs round-robin in one process.
+ */
+import { performance } from "node:perf_hooks";
+import { MultiServerMCPClient } from "@langchain/mcp-adapters";
+import type { DynamicStructuredTool, StructuredToolInterface } from "@langchain/core/tools";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createMcpToolkit, silentLogger } from "../lib";
+import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
+import { startHttpFixture } from "../__tests__/fixtures/http-server";
+import { stdioFixture } from "../__tests__/fixtures/stdio";
+import { fmtMs, median, roundRobin, type Row } from "./stats";
+
+const USERS = 20;
+const CALLS = Number(process.env.BENCH_CALLS ?? 400);
+const MEMORY_CALLS = 2000;
+const SPAWNS = 8;
+
+type Runtime = { toolCallId: string; context: Record<string, unknown>; configurable: Record<string, unknown>; state: object; store: null; writer: null };
+
+const runtimeFor = (user: number, thread = "bench"): Runtime => ({
+  toolCallId: "bench",
+  context: { user_id: `user-${user}`, secrets: { api_key: `key-${user}` } },
+  configurable: { thread_id: thread },
+  state: {},
+  store: null,
+  writer: null,
+});
+
+function invoker(tool: DynamicStructuredTool) {
+  return (runtime: Runtime) => tool.func({ text: "x" }, undefined, runtime as never) as Promise<unknown>;
+}
+
+/** Round-robin over users (or threads): call n goes to index n mod count. */
+function cycling(count: number, call: (i: number) => Promise<unknown>): () => Promise<unknown> {
+  let n = 0;
+  return () => call(n++ % count);
+}
+
+function rssMiB(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().rss / (1024 * 1024);
+}
+
+async function stdioScopes(rows: Row[]): Promise<void> {
+  const dir = await makeTempDir("bench-sessions-stdio-");
+  const launch = stdioFixture({ name: "local", toolNames: ["echo"] });
+  const configPath = await writeConfig(dir, { mcpServers: { local: { type: "stdio", ...launch } } });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger, dataDir: await makeTempDir("bench-sessions-data-") });
+  const call = invoker((await toolkit.getTools()).find((t) => t.name === "local_echo")!);
+
+  // First call of a new scope (spawn + initialize) against a warm call in an existing one.
+  const warm: number[] = [];
+  const first: number[] = [];
+  await call(runtimeFor(0, "warm"));
+  for (let i = 0; i < SPAWNS; i += 1) {
+    let t = performance.now();
+    await call(runtimeFor(0, `new-${i}`));
+    first.push(performance.now() - t);
+    for (let j = 0; j < 20; j += 1) {
+      t = performance.now();
+      await call(runtimeFor(0, "warm"));
+      warm.push(performance.now() - t);
+    }
+  }
+  rows.push({
+    figure: `stdio: first call of a new (user, thread) scope / warm call in an existing one (median of ${SPAWNS})`,
+    ours: fmtMs(median(first)),
+    baseline: fmtMs(median(warm)),
+    ratio: median(first) / median(warm),
+    target: "(context)",
+  });
+
+  // 20 threads round-robin: our per-thread children against one persistent bare client per thread.
+  const bare = await Promise.all(
+    Array.from({ length: USERS }, async () => {
+      const client = new Client({ name: "bench", version: "0" });
+      await client.connect(new StdioClientTransport({ ...launch, env: { ...getDefaultEnvironment(), ...launch.env }, stderr: "pipe" }));
+      return client;
+    }),
+  );
+  for (let i = 0; i < USERS; i += 1) await call(runtimeFor(0, `thread-${i}`));
+  const [ours, base] = (
+    await roundRobin(
+      [
+        cycling(USERS, (i) => call(runtimeFor(0, `thread-${i}`))),
+        cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } })),
+      ],
+      CALLS,
+    )
+  ).map(median);
+  rows.push({
+    figure: `stdio, ${USERS} threads round-robin: our per-thread session / one bare SDK client per thread (median of ${CALLS})`,
+    ours: fmtMs(ours),
+    baseline: fmtMs(base),
+    ratio: ours / base,
+    target: "<= 1.05",
+  });
+  await Promise.all([...bare.map((c) => c.close()), toolkit.close()]);
+}
+
+async function perUserHttp(rows: Row[]): Promise<void> {
+  const http = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+  const dir = await makeTempDir("bench-sessions-http-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: { remote: { type: "http", url: http.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+  });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: silentLogger });
+  const call = invoker((await toolkit.getTools()).find((t) => t.name === "remote_echo")!);
+
+  const bare = await Promise.all(
+    Array.from({ length: USERS }, async (_, i) => {
+      const client = new Client({ name: "bench", version: "0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { "X-Api-Key": `key-${i}` } } }));
+      return client;
+    }),
+  );
+  const adapters = new MultiServerMCPClient({
+    mcpServers: { remote: { transport: "http", url: http.url } },
+    beforeToolCall: (_request: unknown, _state: unknown, config: { configurable?: { user?: number } }) => ({
+      headers: { "X-Api-Key": `key-${config.configurable?.user ?? 0}` },
+    }),
+  } as ConstructorParameters<typeof MultiServerMCPClient>[0]);
+  const adapterTool = (await adapters.getTools()).find((t) => t.name.endsWith("echo")) as StructuredToolInterface;
+  const viaAdapters = (i: number) => adapterTool.invoke({ text: "x" }, { configurable: { user: i } });
+
+  const oursCall = cycling(USERS, (i) => call(runtimeFor(i)));
+  const bareCall = cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } }));
+  const [ours, base] = (await roundRobin([oursCall, bareCall], CALLS)).map(median);
+  rows.push({
+    figure: `HTTP, ${USERS} users round-robin: our pooled per-user call / one persistent bare SDK client per user (median of ${CALLS})`,
+    ours: fmtMs(ours),
+    baseline: fmtMs(base),
+    ratio: ours / base,
+    target: "<= 1.05",
+  });
+
+  // The adapters open (and keep) a new MCP session on every call with per-call headers: fewer calls suffice.
+  const adapterCalls = Math.min(CALLS, 100);
+  const initsBefore = http.initializeCount();
+  const adapterSamples: number[] = [];
+  const oursSamples: number[] = [];
+  let oursInits = 0;
+  for (let n = 0; n < adapterCalls; n += 1) {
+    let t = performance.now();
+    const before = http.initializeCount();
+    await oursCall();
+    oursSamples.push(performance.now() - t);
+    oursInits += http.initializeCount() - before;
+    t = performance.now();
+    await viaAdapters(n % USERS);
+    adapterSamples.push(performance.now() - t);
+  }
+  const adapterInits = http.initializeCount() - initsBefore - oursInits;
+  rows.push({
+    figure: `HTTP, ${USERS} users: our call / @langchain/mcp-adapters with a per-user beforeToolCall (median of ${adapterCalls}); initialize requests: ours ${oursInits}, adapters ${adapterInits}`,
+    ours: fmtMs(median(oursSamples)),
+    baseline: fmtMs(median(adapterSamples)),
+    ratio: median(oursSamples) / median(adapterSamples),
+    target: "(context)",
+  });
+  await Promise.all([...bare.map((c) => c.close()), adapters.close(), toolkit.close()]);
+
+  // Memory and live sessions after 2,000 per-user calls: ours, then the adapters, each on a fresh server.
+  const memory = async (side: "ours" | "adapters") => {
+    const server = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+    const cfg = await writeConfig(await makeTempDir("bench-sessions-mem-"), {
+      mcpServers: { remote: { type: "http", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+    });
+    const kit = createMcpToolkit({ configPath: cfg, env: {}, logger: silentLogger });
+    const ourCall = invoker((await kit.getTools()).find((t) => t.name === "remote_echo")!);
+    const client = new MultiServerMCPClient({
+      mcpServers: { remote: { transport: "http", url: server.url } },
+      beforeToolCall: (_r: unknown, _s: unknown, config: { configurable?: { user?: number } }) => ({
+        headers: { "X-Api-Key": `key-${config.configurable?.user ?? 0}` },
+      }),
+    } as ConstructorParameters<typeof MultiServerMCPClient>[0]);
+    const tool = (await client.getTools()).find((t) => t.name.endsWith("echo")) as StructuredToolInterface;
+    const before = rssMiB();
+    for (let n = 0; n < MEMORY_CALLS; n += 1) {
+      if (side === "ours") await ourCall(runtimeFor(n % USERS));
+      else await tool.invoke({ text: "x" }, { configurable: { user: n % USERS } });
+    }
+    const grown = rssMiB() - before;
+    const live = server.activeSessionIds().length;
+    await Promise.all([kit.close(), client.close()]);
+    await server.close();
+    return { grown, live };
+  };
+  const ourMemory = await memory("ours");
+  const adapterMemory = await memory("adapters");
+  rows.push({
+    figure: `RSS growth after ${MEMORY_CALLS} per-user calls (${USERS} users): ours / adapters; live server sessions: ours ${ourMemory.live}, adapters ${adapterMemory.live}`,
+    ours: `${ourMemory.grown.toFixed(1)} MiB`,
+    baseline: `${adapterMemory.grown.toFixed(1)} MiB`,
+    ratio: Math.max(ourMemory.grown, 0.1) / Math.max(adapterMemory.grown, 0.1),
+    target: "(context)",
+  });
+  await http.close();
+}
+
+export async function sessionFigures(rows: Row[]): Promise<void> {
+  await stdioScopes(rows);
+  await perUserHttp(rows);
+}
