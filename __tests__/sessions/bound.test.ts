@@ -5,7 +5,6 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
 import * as path from "node:path";
 import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
@@ -13,6 +12,7 @@ import { DEFAULT_MAX_STDIO_SESSIONS } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
+import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 const SH_SERVER = path.join(__dirname, "..", "fixtures", "sh-server.sh");
 const toolkits: McpToolkit[] = [];
@@ -28,32 +28,8 @@ async function toolkitWith(servers: Record<string, object>, options: { maxStdioS
   return { toolkit, logger };
 }
 
-function alive(processId: number): boolean {
-  try {
-    process.kill(processId, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Live processes whose command line holds `marker` (a unique argument given to the server). */
-function pidsWithMarker(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(marker)) found.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(condition()).toBe(true);
+  expect(await waitUntil(condition)).toBe(true);
 }
 
 const scope = (thread: string) => ({ context: { user_id: "u" }, configurable: { thread_id: thread } });

@@ -15,6 +15,7 @@ import { threadFolderName } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
+import { alive, waitUntil } from "../fixtures/processes";
 
 let dataDir: string;
 let toolkit: McpToolkit;
@@ -89,15 +90,6 @@ async function runningCall(options: Record<string, unknown>): Promise<{ done: Pr
   })();
   await Promise.race([running, done]);
   return { done };
-}
-
-function alive(processId: number): boolean {
-  try {
-    process.kill(processId, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("one child per (server, user, thread)", () => {
@@ -224,6 +216,5 @@ describe("children that die, calls that fail", () => {
 });
 
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(condition()).toBe(true);
+  expect(await waitUntil(condition)).toBe(true);
 }
