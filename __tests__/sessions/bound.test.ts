@@ -6,11 +6,10 @@
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import * as path from "node:path";
-import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { DEFAULT_MAX_STDIO_SESSIONS } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
@@ -60,7 +59,7 @@ describe("the LRU bound on live stdio children", () => {
     expect(evicted).not.toContain(await pidIn(graph, "sh_pid", "s-1"));
   });
 
-  test("an evicted child whose call is still running closes after that call; its scope's next call starts a new child", async () => {
+  test("an evicted child whose call is still running closes after that call (here: the run is cancelled); its scope's next call starts a new child", async () => {
     const marker = `bound-busy-${randomUUID()}`;
     const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
     const { toolkit } = await toolkitWith(
@@ -69,18 +68,22 @@ describe("the LRU bound on live stdio children", () => {
     );
     const graph = toolNodeGraph(await toolkit.getTools());
     const busy = await pidIn(graph, "local_pid", "a");
-    // A call that reports progress until released: "a" is busy while two other scopes push it out.
-    const running = graph.invoke(
-      { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 20, durationMs: 1500 } }])] },
-      scope("a"),
+    // A call on "a" that reports progress until the run is cancelled: "a" is busy while two other scopes push it out.
+    const controller = new AbortController();
+    const stream = await graph.stream(
+      { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 20, durationMs: 60_000 } }])] },
+      { ...scope("a"), streamMode: "custom", signal: controller.signal },
     );
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next(); // the first progress event: the call runs on the child
     await pidIn(graph, "local_pid", "b");
     await pidIn(graph, "local_pid", "c");
     expect(alive(busy)).toBe(true);
     const replacement = await pidIn(graph, "local_pid", "a");
     expect(replacement).not.toBe(busy);
-    const done = toolMessagesOf((await running).messages)[0] as ToolMessage;
-    expect(done.status).toBe("success");
+    expect(alive(busy)).toBe(true);
+    controller.abort(new Error("done waiting"));
+    await expect((async () => { while (!(await iterator.next()).done); })()).rejects.toThrow();
     await waitFor(() => !alive(busy));
     expect(pidsWithMarker(marker)).toHaveLength(2);
   });
