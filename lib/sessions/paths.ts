@@ -17,12 +17,32 @@ export interface PathContext {
 /** Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). */
 const PATH_PATTERN = /(?:file:\/\/)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|[\w.-]+\/)[^\s'"<>|*?]+/g;
 /**
- * A reference never spans a separator, so text is cut into separator-free tokens first (linear), and only a token
- * that holds a `/` and is no longer than a path can be is searched: the pattern alone backtracks quadratically over
- * a long run of word characters (a 12 MiB result of digits).
+ * A reference never spans a separator, so text is cut into separator-free tokens first, by a plain loop, and only
+ * a token that holds a `/` and is no longer than a path can be is searched: the pattern alone backtracks
+ * quadratically over a long run of word characters, and even a simple token regex overflows V8's regexp stack on a
+ * multi-megabyte token (a 12 MiB result of digits).
  */
-const TOKEN = /[^\s'"<>|*?]+/g;
 const MAX_TOKEN_CHARS = 4096;
+const ASCII_SEPARATORS = new Uint8Array(128);
+for (const c of " \t\n\r\v\f'\"<>|*?") ASCII_SEPARATORS[c.charCodeAt(0)] = 1;
+
+function isSeparator(code: number): boolean {
+  return code < 128 ? ASCII_SEPARATORS[code] === 1 : /\s/.test(String.fromCharCode(code));
+}
+
+/** Calls `visit(start, end)` for each maximal run of non-separator characters. */
+function forEachToken(text: string, visit: (start: number, end: number) => void): void {
+  let start = -1;
+  for (let i = 0; i <= text.length; i += 1) {
+    const separator = i === text.length || isSeparator(text.charCodeAt(i));
+    if (separator) {
+      if (start >= 0) visit(start, i);
+      start = -1;
+    } else if (start < 0) {
+      start = i;
+    }
+  }
+}
 const TRAILING = /[.,;:!?)\]}>"'`]+$/;
 /** At most this many distinct references are resolved per result. */
 const MAX_REFERENCES = 256;
@@ -70,12 +90,16 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
 
 function pathTokens(text: string): string[] {
   const tokens: string[] = [];
-  for (const match of text.matchAll(TOKEN)) if (isPathToken(match[0])) tokens.push(match[0]);
+  forEachToken(text, (start, end) => {
+    if (isPathToken(text, start, end)) tokens.push(text.slice(start, end));
+  });
   return tokens;
 }
 
-function isPathToken(token: string): boolean {
-  return token.length <= MAX_TOKEN_CHARS && token.includes("/");
+function isPathToken(text: string, start: number, end: number): boolean {
+  if (end - start > MAX_TOKEN_CHARS) return false;
+  const slash = text.indexOf("/", start);
+  return slash !== -1 && slash < end;
 }
 
 function collectReferences(text: string, into: Set<string>): void {
@@ -132,15 +156,13 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
   let out =
     virtual.size === 0
       ? text
-      : text.replace(TOKEN, (token) =>
-          !isPathToken(token)
-            ? token
-            : token.replace(PATH_PATTERN, (match) => {
-                const trailing = TRAILING.exec(match)?.[0] ?? "";
-                const reference = match.slice(0, match.length - trailing.length);
-                const mapped = virtual.get(reference);
-                return mapped === undefined ? match : `${mapped}${trailing}`;
-              }),
+      : rewriteTokens(text, (token) =>
+          token.replace(PATH_PATTERN, (match) => {
+            const trailing = TRAILING.exec(match)?.[0] ?? "";
+            const reference = match.slice(0, match.length - trailing.length);
+            const mapped = virtual.get(reference);
+            return mapped === undefined ? match : `${mapped}${trailing}`;
+          }),
         );
   for (const [name, mapped] of bareNames) {
     // Not inside a longer name, not a directory segment.
@@ -148,6 +170,20 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
     out = out.replace(pattern, mapped);
   }
   return out;
+}
+
+/** `text` with each path token replaced by `rewrite(token)`; the rest copied by slices. */
+function rewriteTokens(text: string, rewrite: (token: string) => string): string {
+  const parts: string[] = [];
+  let copied = 0;
+  forEachToken(text, (start, end) => {
+    if (!isPathToken(text, start, end)) return;
+    parts.push(text.slice(copied, start), rewrite(text.slice(start, end)));
+    copied = end;
+  });
+  if (copied === 0) return text;
+  parts.push(text.slice(copied));
+  return parts.join("");
 }
 
 function isInside(file: string, root: string): boolean {
