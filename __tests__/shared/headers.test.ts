@@ -6,7 +6,7 @@ import {
   headerNameProblem,
   headerValueProblem,
   mergeHeaders,
-} from "../../lib/credentials";
+} from "../../lib/shared";
 
 describe("mergeHeaders", () => {
   test("an override replaces a key of any case and keeps the spelling already in use", () => {
