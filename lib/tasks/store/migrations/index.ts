@@ -18,7 +18,12 @@ export const TASK_STORE_MIGRATIONS: readonly TaskStoreMigration[] = [createMcpTa
 export const LATEST_MIGRATION = TASK_STORE_MIGRATIONS[TASK_STORE_MIGRATIONS.length - 1].name;
 export const MIGRATIONS_TABLE = "mcp_harness_migrations";
 
-/** The migration log lives in the migration's own transaction, so it commits with the schema it describes. */
+/**
+ * The migration log lives in the migration's own transaction, so it commits with the schema it describes.
+ * Not umzug's `SequelizeStorage`: it calls `model.sync()` before every step and writes outside the
+ * transaction (on SQLite, on another connection that waits for the migration's own write lock), and its table
+ * has no `applied_at`, which databases made so far already have.
+ */
 class TransactionStorage implements UmzugStorage<MigrationContext> {
   constructor(private readonly tx: Queryable) {}
   async executed(): Promise<string[]> {
