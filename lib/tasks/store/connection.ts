@@ -34,6 +34,7 @@ import * as path from "node:path";
 import { BaseError, QueryTypes, Sequelize, Transaction, type Options } from "sequelize";
 import pg from "pg";
 import sqlite3 from "sqlite3";
+import { describePgFailure, driverError, isSqliteBusy } from "./driver-errors";
 import { type PostgresTarget, type SqliteTarget, TaskStoreConfigError } from "./url";
 
 export type Dialect = "sqlite" | "postgres";
@@ -67,16 +68,6 @@ export interface SqliteOptions {
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 const DEFAULT_BUSY_RETRIES = 8;
-
-function driverError(err: unknown): unknown {
-  return err instanceof BaseError ? ((err as { parent?: unknown }).parent ?? err) : err;
-}
-
-export function isSqliteBusy(err: unknown): boolean {
-  const e = driverError(err);
-  const code = (e as { code?: unknown } | null)?.code;
-  return code === "SQLITE_BUSY" || code === "SQLITE_LOCKED" || (e instanceof Error && /SQLITE_BUSY/.test(e.message));
-}
 
 const STARTS_WITH_INSERT = /^\s*insert\b/i;
 
@@ -280,28 +271,6 @@ export interface PostgresOptions {
   /** Schema to create the table in and to put on `search_path` (overrides the URL's `schema`). */
   schema?: string;
   connectTimeoutMs?: number;
-}
-
-const PG_REASONS: Record<string, string> = {
-  "28P01": "password authentication failed",
-  "28000": "the server rejected the login (no such role, or not allowed by pg_hba.conf)",
-  "3D000": "the database does not exist",
-  "42501": "permission denied",
-  ECONNREFUSED: "connection refused",
-  ENOTFOUND: "host not found",
-  EAI_AGAIN: "host name lookup failed",
-  EHOSTUNREACH: "host unreachable",
-  ETIMEDOUT: "connection timed out",
-  ECONNRESET: "connection reset",
-};
-
-/** A connection failure as text that names codes, never the server's message or the URL's password. */
-export function describePgFailure(failure: unknown): string {
-  const err = driverError(failure);
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string") return PG_REASONS[code] ?? `error code ${code}`;
-  if (err instanceof Error && /timeout/i.test(err.message)) return "connection timed out";
-  return "connection failed";
 }
 
 /**

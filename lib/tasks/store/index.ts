@@ -3,7 +3,8 @@ import { migrate } from "./migrations";
 import { TaskStore } from "./task-store";
 import { DATABASE_URL_VARIABLE, isSqlIdentifier, resolveDatabaseTarget, TaskStoreConfigError } from "./url";
 
-export { describePgFailure, isSqliteBusy, type Db, type Dialect, type Queryable } from "./connection";
+export type { Db, Dialect, Queryable } from "./connection";
+export { describePgFailure, isSqliteBusy } from "./driver-errors";
 export { LATEST_MIGRATION, migrate, MIGRATIONS_TABLE, TASK_STORE_MIGRATIONS, type MigrateOptions } from "./migrations";
 export { TASK_COLUMNS, type TaskRecord } from "./records";
 export {
