@@ -2,22 +2,14 @@ import { createHash } from "node:crypto";
 import { chmod, mkdir } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
+export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "../shared/data-dir";
 
-export const DATA_DIR_ENV_VAR = "MCP_HARNESS_DATA_DIR";
-export const DEFAULT_DATA_DIR = ".mcp-harness";
 /** Where the model sees a thread's `user-data` folder. */
 export const VIRTUAL_USER_DATA = "/mnt/user-data";
 /** The harness's own folder inside a workspace; never listed as a change. */
 export const INTERNAL_DIR_NAME = ".mcp";
 const TEMP_ENV_KEYS = ["TMPDIR", "TMP", "TEMP"] as const;
 const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
-
-/** The data dir: an explicit option, else `MCP_HARNESS_DATA_DIR`, else `./.mcp-harness`, absolute from `cwd`. */
-export function resolveDataDir(opts: { dataDir?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): string {
-  const env = opts.env ?? process.env;
-  const chosen = opts.dataDir || env[DATA_DIR_ENV_VAR] || DEFAULT_DATA_DIR;
-  return nodePath.resolve(opts.cwd ?? process.cwd(), chosen);
-}
 
 /**
  * A thread id as a folder name. Ids of `[A-Za-z0-9_-]{1,128}` are used as they are; anything else (`../x`, `a/b`,

@@ -26,3 +26,4 @@ export {
 export { headerSecrets, recordSecrets, Redactor, REDACTED } from "./redact";
 export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";
 export { runSecrets, runThreadId, runUserId } from "./identity";
+export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "./data-dir";

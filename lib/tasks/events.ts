@@ -21,8 +21,8 @@ export const IN_FLIGHT_NOTIFICATION_STATUSES: readonly NotificationStatus[] = ["
 /** Statuses the notification worker picks up. */
 export const CLAIMABLE_NOTIFICATION_STATUSES: readonly NotificationStatus[] = ["pending", "claimed", "retry", "dispatched"];
 
-export interface TaskEvent {
-  task_id: string;
+/** What a row and the event it raises share. */
+interface EventFields {
   task_name: string;
   status: TaskStatus;
   result: unknown;
@@ -31,22 +31,17 @@ export interface TaskEvent {
   result_artifact: Record<string, string> | null;
   error: string | null;
   input_required: Record<string, unknown> | null;
-  tracking_degraded: boolean;
   last_poll_error: string | null;
 }
 
-export interface EventSource {
+export interface TaskEvent extends EventFields {
+  task_id: string;
+  tracking_degraded: boolean;
+}
+
+export interface EventSource extends EventFields {
   id: string;
-  task_name: string;
-  status: TaskStatus;
-  result: unknown;
-  result_preview: string | null;
-  result_truncated: boolean;
-  result_artifact: Record<string, string> | null;
-  error: string | null;
-  input_required: Record<string, unknown> | null;
   consecutive_poll_error_count: number;
-  last_poll_error: string | null;
 }
 
 /** The event a row describes, or null when nothing about it needs anyone's attention. */

@@ -4,10 +4,10 @@
  * Messages name the variable and never repeat the URL's password.
  */
 import * as path from "node:path";
+import { resolveDataDir } from "../../shared/data-dir";
 
 export const DATABASE_URL_VARIABLE = "MCP_HARNESS_DATABASE_URL";
-export const DATA_DIR_VARIABLE = "MCP_HARNESS_DATA_DIR";
-export const DEFAULT_DATA_DIR = "./.mcp-harness";
+export { DATA_DIR_ENV_VAR as DATA_DIR_VARIABLE, DEFAULT_DATA_DIR } from "../../shared/data-dir";
 export const DEFAULT_SQLITE_FILE = "tasks.sqlite";
 
 /** A store that cannot be opened as configured: a bad URL, an unreachable or refusing database, a missing folder. */
@@ -58,8 +58,7 @@ export function resolveDatabaseTarget(
   const source = opts.source ?? (opts.url !== undefined ? "the task store url" : DATABASE_URL_VARIABLE);
   const raw = (opts.url ?? env[DATABASE_URL_VARIABLE] ?? "").trim();
   if (raw === "") {
-    const dataDir = (env[DATA_DIR_VARIABLE] ?? "").trim() || DEFAULT_DATA_DIR;
-    return { dialect: "sqlite", file: path.resolve(cwd, dataDir, DEFAULT_SQLITE_FILE), explicit: false };
+    return { dialect: "sqlite", file: path.join(resolveDataDir({ env, cwd }), DEFAULT_SQLITE_FILE), explicit: false };
   }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1]?.toLowerCase();
   if (scheme === "sqlite") return sqliteTarget(raw.slice("sqlite:".length), cwd, source);
