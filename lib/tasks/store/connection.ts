@@ -1,6 +1,7 @@
 /**
  * The store's connection: one `Sequelize` instance (dialect `sqlite` or `postgres`) behind one small interface.
- * Every statement and transaction runs through `sequelize.query` / `sequelize.transaction`; all SQL stays in
+ * Connections, pooling and transactions are sequelize's; statements run through `sequelize.query` (but see the
+ * PostgreSQL named statements below); all SQL stays in
  * `sql.ts` and `migrations/`, written with `$1…$n` bind parameters. Statements run as `QueryTypes.RAW`, which
  * hands back the driver's rows untouched (`SELECT` copies every row; on SQLite, RAW also looks for a few
  * upper-case `PRAGMA …` words of sequelize's own, which the store's SQL does not use).
@@ -25,8 +26,11 @@
  * Two costs of sequelize's statement path are taken back in the same `dialectModule` shims: on SQLite it binds
  * `$n` by name, which SQLite resolves by a linear scan per parameter (the batched apply has 700), so the shim
  * binds by number; on PostgreSQL it never names a statement, so the shim sends the statements the store names
- * as prepared statements. Errors come out as the driver's own (sequelize's wrapper is taken off), so callers
- * see the database's codes, constraint names and messages.
+ * as prepared statements. On PostgreSQL the named statements (claims and applies, run for every batch) also skip
+ * sequelize's query layer: they go as prepared statements straight to a connection of sequelize's pool or of the
+ * sequelize transaction they run in (`#prepared`), since that layer's per-query work kept several workers below
+ * pg-boss. Errors come out as the driver's own (sequelize's wrapper is taken off), so callers see the database's
+ * codes, constraint names and messages.
  */
 import { constants as fsConstants } from "node:fs";
 import { mkdir, open, stat } from "node:fs/promises";
