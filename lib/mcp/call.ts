@@ -1,4 +1,3 @@
-import * as nodePath from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ToolRuntime } from "@langchain/core/tools";
@@ -20,7 +19,7 @@ import {
   runScope,
   snapshotWorkspace,
   translateResultPaths,
-  VIRTUAL_USER_DATA,
+  virtualWorkspaceChanges,
   type PathContext,
   type SessionPool,
 } from "../sessions";
@@ -235,8 +234,7 @@ export interface CallWorkspace {
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
   if (!context || context.changed.length === 0) return converted;
-  const changes = context.changed.map((file) => `${VIRTUAL_USER_DATA}/${nodePath.relative(context.userData, file).split(nodePath.sep).join("/")}`);
-  return { ...converted, artifact: { ...converted.artifact, workspace_changes: changes } };
+  return { ...converted, artifact: { ...converted.artifact, workspace_changes: virtualWorkspaceChanges(context) } };
 }
 
 /** An error ToolMessage for a call that never reached the chain. */

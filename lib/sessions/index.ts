@@ -25,5 +25,5 @@ export {
   type ThreadPaths,
 } from "./workspace";
 export { changedFiles, EXCLUDED_DIR_NAMES, MAX_SNAPSHOT_ENTRIES, snapshotWorkspace, type WorkspaceSnapshot } from "./changes";
-export { translateResultPaths, type PathContext } from "./paths";
+export { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "./paths";
 export { isExpiredSession } from "./expired";

@@ -190,6 +190,11 @@ function isInside(file: string, root: string): boolean {
   return file.startsWith(root + nodePath.sep);
 }
 
+/** The files a call changed, as `/mnt/user-data/…` paths (for the ToolMessage artifact's `workspace_changes`). */
+export function virtualWorkspaceChanges(ctx: PathContext): string[] {
+  return ctx.changed.map((file) => virtualOf(file, ctx.userData));
+}
+
 function virtualOf(file: string, root: string): string {
   return `${VIRTUAL_USER_DATA}/${nodePath.relative(root, file).split(nodePath.sep).join("/")}`;
 }
