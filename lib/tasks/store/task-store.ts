@@ -237,13 +237,7 @@ export class TaskStore {
           task.id,
           task.task_name,
           leaseOwner,
-          s.status,
-          dbJson(s.result),
-          s.result_preview,
-          s.result_truncated,
-          dbJson(s.result_artifact),
-          s.error,
-          dbJson(s.input_required),
+          ...snapshotParams(s),
           nextPollAt && !TERMINAL_TASK_STATUSES.has(s.status) ? dbTime(nextPollAt) : null,
           dbTime(polledAt ?? now),
           TERMINAL_TASK_STATUSES.has(s.status),
@@ -314,13 +308,7 @@ export class TaskStore {
         input.taskId,
         input.leaseOwner,
         dbTime(now),
-        s.status,
-        dbJson(s.result),
-        s.result_preview,
-        s.result_truncated,
-        dbJson(s.result_artifact),
-        s.error,
-        dbJson(s.input_required),
+        ...snapshotParams(s),
         fp,
       ]);
       return done.length === 1;
@@ -480,6 +468,11 @@ function snapshotFields(s: TaskSnapshot) {
     error: s.error,
     input_required: s.input_required,
   };
+}
+
+/** A snapshot's columns as bound values, in the order the apply statements list them (status … input_required). */
+function snapshotParams(s: TaskSnapshot): unknown[] {
+  return [s.status, dbJson(s.result), s.result_preview, s.result_truncated, dbJson(s.result_artifact), s.error, dbJson(s.input_required)];
 }
 
 function eventSourceOf(id: string, taskName: string, s: TaskSnapshot, errors: number, lastError: string | null): EventSource {
