@@ -3,7 +3,7 @@ import { OAuthTokenManager, ServerHeaders, type OAuthTokenManagerOptions } from 
 import { silentLogger, type Logger } from "../shared/logger";
 import { discoverAll, type DiscoveryTarget, type ServerDiscovery } from "./discovery";
 import { SessionPool } from "../sessions";
-import { baseHeaders, configuredSecrets } from "./toolkit";
+import { discoveryTarget } from "./toolkit";
 
 /** Whether one enabled server starts: connect + `tools/list`, as discovery does it. */
 export interface ServerProbe {
@@ -47,13 +47,7 @@ export async function probeServers(loaded: LoadedExtensionsConfig, options: Prob
   for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
     if (!server.enabled) continue;
     const headers = new ServerHeaders(serverName, server, oauth);
-    const base = baseHeaders(server);
-    targets.set(serverName, {
-      serverName,
-      server,
-      headers: (signal) => headers.resolve(base, signal),
-      secrets: configuredSecrets(server, loaded.envSecrets[serverName] ?? []),
-    });
+    targets.set(serverName, discoveryTarget(serverName, server, headers, loaded.envSecrets[serverName] ?? []));
   }
   const pool = new SessionPool(logger, { httpIdleMs: null, secretsFor: (name) => targets.get(name)?.secrets ?? [] });
   const onResult = options.onResult;

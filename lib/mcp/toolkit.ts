@@ -25,7 +25,7 @@ import { headerSecrets } from "../shared/redact";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
-import { discoverAll, type DiscoveryHeaders } from "./discovery";
+import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
@@ -119,10 +119,8 @@ interface ServerEntry {
   readonly config: McpServerConfig;
   readonly requestScoped: CallPathOptions;
   readonly serverLevel: CallPathOptions;
-  /** Static headers + OAuth: what discovery connects with. */
-  readonly discoveryHeaders: DiscoveryHeaders;
-  /** The server's own secrets, scrubbed from whatever the server sends back. */
-  readonly secrets: readonly string[];
+  /** How discovery connects (static headers + OAuth) and the server's own secrets, scrubbed from what it sends back. */
+  readonly target: DiscoveryTarget;
 }
 
 /** The `mcpInterceptors` loaded at startup; they are frozen for the toolkit's life (SPEC §2.4). */
@@ -155,7 +153,7 @@ const MAX_LOAD_ATTEMPTS = 5;
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 /** The headers every call and the discovery of a server start from; one frozen object per server config. */
-export function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
+function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> {
   if (server.type === "stdio") return EMPTY_HEADERS;
   let headers = frozenHeaders.get(server);
   if (!headers) {
@@ -169,12 +167,23 @@ export function baseHeaders(server: McpServerConfig): Readonly<Record<string, st
  * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values and the
  * OAuth client credentials. Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
  */
-export function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
+function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
   return Object.freeze([
     ...envSecrets,
     ...headerSecrets(server.headers),
     ...[server.oauth?.client_secret, server.oauth?.refresh_token].filter((v): v is string => typeof v === "string" && v !== ""),
   ]);
+}
+
+/** How discovery reaches one server, for the toolkit and for `mcp-harness check` alike. */
+export function discoveryTarget(
+  serverName: string,
+  server: McpServerConfig,
+  headers: ServerHeaders,
+  envSecrets: readonly string[],
+): DiscoveryTarget {
+  const base = baseHeaders(server);
+  return { serverName, server, headers: (signal) => headers.resolve(base, signal), secrets: configuredSecrets(server, envSecrets) };
 }
 
 export class ToolkitClosedError extends Error {
@@ -301,18 +310,13 @@ export class McpToolkit {
       stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,
       maxStdioSessions: this.options.maxStdioSessions,
       dataDir: this.dataDir,
-      secretsFor: (serverName) => servers.get(serverName)?.secrets ?? [],
+      secretsFor: (serverName) => servers.get(serverName)?.target.secrets ?? [],
     });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
       if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom, loaded.envSecrets[serverName] ?? []));
     }
     const discoveries = await discoverAll(
-      [...servers].map(([serverName, entry]) => ({
-        serverName,
-        server: entry.config,
-        headers: entry.discoveryHeaders,
-        secrets: entry.secrets,
-      })),
+      [...servers.values()].map((entry) => entry.target),
       pool,
       this.logger,
     );
@@ -400,20 +404,18 @@ export class McpToolkit {
   ): ServerEntry {
     const headers = new ServerHeaders(serverName, server, this.oauth);
     const layers = credentialLayers(serverName, server, headers, this.logger, this.stdioWarnings);
-    const base = baseHeaders(server);
-    const secrets = configuredSecrets(server, envSecrets);
+    const target = discoveryTarget(serverName, server, headers, envSecrets);
     const chain = (credentials: readonly McpToolInterceptor[]): CallPathOptions => ({
       interceptors: [...credentials, ...custom.interceptors, ...this.interceptors],
-      headers: base,
-      secrets,
+      headers: baseHeaders(server),
+      secrets: target.secrets,
       maxResultChars: this.options.maxResultChars,
     });
     return {
       config: server,
       requestScoped: chain(layers.requestScoped),
       serverLevel: chain(layers.serverLevel),
-      discoveryHeaders: (signal) => headers.resolve(base, signal),
-      secrets,
+      target,
     };
   }
 
