@@ -3,19 +3,7 @@
  * offline — a deterministic chat model, a small MCP server (in-process over HTTP, or a stdio child)
  * and a config writer. Nothing here reaches the network.
  */
-export {
-  DEFAULT_SCRIPT_FALLBACK,
-  ScriptedChatModel,
-  demoHelpText,
-  demoPolicy,
-  extractJsonObject,
-  findMentionedTool,
-  type ScriptContext,
-  type ScriptPolicy,
-  type ScriptStep,
-  type ScriptedChatModelOptions,
-  type ScriptedReply,
-} from "../agent/scripted-model";
+export * from "../agent/scripted-model";
 export {
   DEFAULT_TEST_SERVER_NAME,
   TEST_SERVER_BUILTIN_TOOLS,
