@@ -14,6 +14,8 @@ import { headerSecrets, recordSecrets, Redactor } from "../shared/redact";
 export class CallSecrets {
   private readonly fixed: readonly string[];
   private readonly headerSets = new Set<HeaderMap>();
+  /** Both derived from the header sets noted so far; dropped when another one is noted. */
+  private known: readonly string[] | undefined;
   private memo: Redactor | undefined;
 
   constructor(serverSecrets: readonly string[], runtime: ToolRuntime | undefined) {
@@ -24,12 +26,14 @@ export class CallSecrets {
   noteHeaders(headers: HeaderMap): void {
     if (this.headerSets.has(headers)) return;
     this.headerSets.add(headers);
+    this.known = undefined;
     this.memo = undefined;
   }
 
   /** Every secret known so far: the server's, the run's and those of the headers noted. */
   values(): readonly string[] {
-    return this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)];
+    this.known ??= this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)];
+    return this.known;
   }
 
   redactor(): Redactor {
