@@ -153,8 +153,9 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
     let reason: string;
     let failure: string;
     if (err instanceof DeadlineExceededError) {
-      reason = `timed out after ${(err.timeoutMs / 1000).toFixed(1)}s`;
-      failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${(err.timeoutMs / 1000).toFixed(1)}s)`;
+      const seconds = `${(err.timeoutMs / 1000).toFixed(1)}s`;
+      reason = `timed out after ${seconds}`;
+      failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${seconds})`;
     } else {
       // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
       reason = boundText(secretsOf(target, sent.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
