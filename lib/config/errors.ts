@@ -73,3 +73,14 @@ function describeIssues(file: string | null, issues: readonly ConfigIssue[]): st
   const head = file === null ? "Invalid extensions config" : `Invalid extensions config at ${file}`;
   return [`${head}:`, ...issues.map((issue) => `  ${issue.path}: ${issue.message}`)].join("\n");
 }
+
+/**
+ * Durable task settings that cannot work as configured (SPEC §6.3, §6.6): task tools are never exposed as
+ * synchronous calls instead. The message names servers, tools and settings, never a value.
+ */
+export class McpTaskConfigurationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "McpTaskConfigurationError";
+  }
+}

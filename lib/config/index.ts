@@ -45,7 +45,7 @@ export {
   type ResolveConfigPathOptions,
 } from "./path";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
-export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, type ConfigIssue } from "./errors";
+export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
 export {
   loadExtensionsConfig,
   type LoadedExtensionsConfig,

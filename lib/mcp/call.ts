@@ -22,6 +22,7 @@ import {
   virtualWorkspaceChanges,
   type PathContext,
   type SessionPool,
+  type SessionScope,
 } from "../sessions";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
@@ -40,6 +41,8 @@ export interface McpProgressEvent {
 export interface CallTarget {
   pool: SessionPool;
   server: McpServerConfig;
+  /** The stdio session to use when the call names one (a durable task's own scope); otherwise the run's. */
+  scope?: SessionScope;
 }
 
 export interface CallPathOptions {
@@ -122,7 +125,7 @@ function sendToServer(
       headers: stdio ? EMPTY_HEADERS : headers,
       initTimeoutMs: initTimeoutMs(server),
       signal,
-      ...(stdio ? { scope: runScope(runtime) } : {}),
+      ...(stdio ? { scope: target.scope ?? runScope(runtime) } : {}),
     });
     const limits = callDeadlineLimits(server);
     const paths = lease.session.paths;

@@ -7,6 +7,7 @@ import {
   loadExtensionsConfig,
   resolveExtensionsConfigPath,
   signaturesEqual,
+  McpTaskConfigurationError,
   type ConfigSignature,
   type ExtensionsConfig,
   type McpServerConfig,
@@ -29,9 +30,10 @@ import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
-import { resolveDataDir, SessionPool } from "../sessions";
+import { resolveDataDir, SessionPool, sessionScope } from "../sessions";
 import { resolveToolRouting } from "./routing";
-import { createHarnessTool } from "./tool";
+import { createHarnessTool, type HarnessToolSpec } from "./tool";
+import { enabledTaskServers, type DiscoveredTool, type ToolkitTaskHooks } from "./task-hooks";
 import { McpToolCallError, ownText } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
 
@@ -80,6 +82,12 @@ export interface McpToolkitOptions {
    * (mode 0700), unless the server's config sets `cwd` or those variables.
    */
   dataDir?: string;
+  /**
+   * The durable task runtime (`createTaskRuntime`): required when an enabled server declares `task_toolsets`.
+   * Its submit tools become wrappers that return a local task id at once, its status/cancel tools are hidden,
+   * and the runtime's own calls (status polls, cancels) run through this toolkit's sessions.
+   */
+  taskRuntime?: ToolkitTaskHooks;
 }
 
 /** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
@@ -112,6 +120,8 @@ export interface McpDirectToolCall {
    */
   requestScopedHeaders?: boolean;
   signal?: AbortSignal;
+  /** The stdio session to use (a durable task's user and thread); default: the runtime's scope. */
+  scope?: { userId: string; threadId: string };
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
@@ -216,6 +226,7 @@ export class McpToolkit {
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
     this.dataDir = resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd });
+    options.taskRuntime?.attach(this);
   }
 
   async getTools(): Promise<DynamicStructuredTool[]> {
@@ -332,19 +343,19 @@ export class McpToolkit {
     const named = assignVisibleNames(candidates, (m) => this.logger.warn(m));
     const invoke = (record: McpToolRecord, visibleName: string, args: Record<string, unknown>, config: RunnableConfig | undefined) =>
       this.invokeTool(record, visibleName, args, config);
-    const tools = named.map(({ candidate, visibleName }) =>
-      createHarnessTool(
-        {
-          visibleName,
-          description: candidate.tool.definition.description ?? "",
-          inputSchema: candidate.tool.inputSchema,
-          record: { server: candidate.server, rawName: candidate.rawName, transport: candidate.serverConfig.type },
-          routing: resolveToolRouting(candidate.serverConfig, candidate.rawName),
-          annotations: candidate.tool.definition.annotations as Record<string, unknown> | undefined,
-        },
-        invoke,
-      ),
-    );
+    const discovered = named.map(({ candidate, visibleName }): DiscoveredTool => {
+      const spec: HarnessToolSpec = {
+        visibleName,
+        description: candidate.tool.definition.description ?? "",
+        inputSchema: candidate.tool.inputSchema,
+        record: { server: candidate.server, rawName: candidate.rawName, transport: candidate.serverConfig.type },
+        routing: resolveToolRouting(candidate.serverConfig, candidate.rawName),
+        annotations: candidate.tool.definition.annotations as Record<string, unknown> | undefined,
+      };
+      return { spec, tool: createHarnessTool(spec, invoke) };
+    });
+    const failures = new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!]));
+    const tools = this.exposedTools(loaded.config, discovered, failures);
     this.logger.debug(`loaded ${tools.length} MCP tools from ${discoveries.length} servers (generation ${token})`);
     return {
       token,
@@ -355,8 +366,32 @@ export class McpToolkit {
       tools,
       pool,
       custom,
-      failures: new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!])),
+      failures,
     };
+  }
+
+  /** The tools handed out: task servers' tools through the task runtime, never as synchronous calls (SPEC §6.3). */
+  private exposedTools(
+    config: ExtensionsConfig,
+    discovered: readonly DiscoveredTool[],
+    failures: ReadonlyMap<string, string>,
+  ): DynamicStructuredTool[] {
+    const taskServers = enabledTaskServers(config);
+    if (taskServers.length > 0 && !config.mcpTasks.enabled) {
+      throw new McpTaskConfigurationError(
+        `MCP task_toolsets are configured (${taskServers.map((n) => `'${n}'`).join(", ")}), so mcpTasks.enabled=true is required; ` +
+          "task tools are never exposed as synchronous calls",
+      );
+    }
+    const hooks = this.options.taskRuntime;
+    if (hooks) return hooks.prepareTools({ config, tools: discovered, failures });
+    if (taskServers.length > 0) {
+      throw new McpTaskConfigurationError(
+        `MCP task_toolsets (${taskServers.map((n) => `'${n}'`).join(", ")}) need the durable task runtime: ` +
+          "pass createTaskRuntime(...) to createMcpToolkit({ taskRuntime })",
+      );
+    }
+    return discovered.map((d) => d.tool);
   }
 
   /**
@@ -371,7 +406,11 @@ export class McpToolkit {
     const requestScoped = call.requestScopedHeaders ?? true;
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     return runDirectCall(
-      { pool: generation.pool, server: entry.config },
+      {
+        pool: generation.pool,
+        server: entry.config,
+        ...(call.scope ? { scope: sessionScope(call.scope.userId, call.scope.threadId) } : {}),
+      },
       { server: call.server, rawName: call.tool, transport: entry.config.type },
       call.args,
       runtime,

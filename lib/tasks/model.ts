@@ -187,6 +187,8 @@ export interface TaskSubmission {
 export interface DriverCallOptions {
   /** Aborted when the service shuts down, so a hung server cannot hold the process. */
   signal?: AbortSignal;
+  /** The agent run's ToolRuntime (a submit inside an agent run): the submit call gets every credential layer. */
+  runtime?: unknown;
 }
 
 /** The driver protocol (SPEC §6.2 implements it twice: ordinary tools and native MCP Tasks). */

@@ -1,0 +1,128 @@
+/**
+ * The ordinary-tools driver against real job servers (stdio child, streamable HTTP) through the toolkit's task
+ * caller: payload schemas, status mapping, protocol failures vs retryable errors, and scrubbing.
+ */
+import { afterAll, beforeAll, expect, test } from "@jest/globals";
+import { McpTaskProtocolError, TaskStatus, type TaskReference } from "../../lib/tasks";
+import { OrdinaryToolsDriver, toolkitTaskCaller, TaskSubmitRequest } from "../../lib/tasks";
+import { createMcpToolkit, silentLogger, type McpToolkit } from "../../lib";
+import { echoForms, makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import type { StreamableHttpFixture } from "../fixtures/http-server";
+
+const SECRET = "tok-Zq9";
+const ROLES = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+
+let http: StreamableHttpFixture;
+let board: TaskBoard;
+let toolkit: McpToolkit;
+let driver: OrdinaryToolsDriver;
+
+beforeAll(async () => {
+  board = new TaskBoard();
+  http = await startHttpFixture({ name: "jobs", toolNames: [], taskBoard: board });
+  const dir = await makeTempDir("ordinary-driver-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: {
+      web: { type: "http", url: http.url, headers: { Authorization: `Bearer ${SECRET}` } },
+      local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }) },
+    },
+  });
+  toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir });
+  driver = new OrdinaryToolsDriver(toolkitTaskCaller(toolkit));
+});
+
+afterAll(async () => {
+  await toolkit.close();
+  await http.close();
+});
+
+function request(server: string, args: Record<string, unknown>, roles: Record<string, string> = ROLES): TaskSubmitRequest {
+  return new TaskSubmitRequest({ userId: "u1", threadId: "t1", serverName: server, taskName: "job", arguments: args, driverData: roles });
+}
+
+async function submitted(server: string, args: Record<string, unknown>): Promise<TaskReference> {
+  const submission = await driver.submit(request(server, args));
+  return { localTaskId: "local-1", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: ROLES };
+}
+
+test.each(["web", "local"])("%s: submit, running → working, then completed with the result", async (server) => {
+  const submission = await driver.submit(request(server, { label: "a", steps: 2 }));
+  expect(submission.snapshot.status).toBe(TaskStatus.SUBMITTED);
+  expect(submission.driverData).toEqual(ROLES);
+  expect(submission.driverData).not.toHaveProperty("remote_task_id");
+  const ref: TaskReference = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: ROLES };
+  expect((await driver.getStatus(ref)).status).toBe(TaskStatus.WORKING);
+  const done = await driver.getStatus(ref);
+  expect(done.status).toBe(TaskStatus.COMPLETED);
+  expect(done.result).toMatchObject({ label: "a", step: 2 });
+});
+
+test("failed, input_required, poll hints and task_not_found map onto snapshots", async () => {
+  expect(await driver.getStatus(await submitted("web", { label: "f", mode: "fail" }))).toMatchObject({ status: "failed", error: "job f failed" });
+  const input = await driver.getStatus(await submitted("web", { label: "i", mode: "input" }));
+  expect(input).toMatchObject({ status: "input_required", input_required: { question: "confirm i?" } });
+  expect((await driver.getStatus(await submitted("web", { label: "h", mode: "hint", hint: 7.5 }))).poll_after_seconds).toBe(7.5);
+  // task_not_found wins over the reported status.
+  expect(await driver.getStatus(await submitted("web", { label: "n", mode: "not_found" }))).toMatchObject({
+    status: "failed",
+    error: "Remote MCP task was not found",
+  });
+  const gone = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: "web", remoteTaskId: "never-issued", driverData: ROLES };
+  expect(await driver.getStatus(gone)).toMatchObject({ status: "failed", error: "no such job" });
+});
+
+test.each([
+  ["malformed", /Invalid structuredContent from MCP task tool 'job_status': status/],
+  ["text_only", /must return structuredContent; text content is not parsed/],
+  ["mismatch", /^MCP task response task_id does not match the persisted remote task$/],
+  ["hint", /poll_after_seconds/],
+])("%s status answer → permanent protocol error", async (mode, message) => {
+  const ref = await submitted("web", { label: "p", mode, hint: mode === "hint" ? -1 : undefined });
+  const err = await driver.getStatus(ref).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(McpTaskProtocolError);
+  expect((err as Error).message).toMatch(message);
+  expect((err as Error).message).not.toContain(ref.remoteTaskId);
+});
+
+test("isError on status is retryable, with the first text block scrubbed of the sent headers and bounded", async () => {
+  const ref = await submitted("web", { label: "e", mode: "status_error" });
+  const err = (await driver.getStatus(ref).catch((e: unknown) => e)) as Error;
+  expect(err).not.toBeInstanceOf(McpTaskProtocolError);
+  expect(err.message).toMatch(/^MCP task tool 'job_status' returned an error: status backend down/);
+  for (const form of echoForms(SECRET)) expect(err.message).not.toContain(form);
+  expect(err.message.length).toBeLessThanOrEqual("MCP task tool 'job_status' returned an error: ".length + 500);
+});
+
+test("cancel returns the terminal status; a failing cancel is a retryable error; repeat cancels stay terminal", async () => {
+  const ref = await submitted("web", { label: "c", cancel_failures: 1 });
+  await expect(driver.cancel(ref)).rejects.toThrow(/^MCP task tool 'job_cancel' returned an error: cancel backend busy$/);
+  expect((await driver.cancel(ref)).status).toBe(TaskStatus.CANCELLED);
+  expect((await driver.cancel(ref)).status).toBe(TaskStatus.CANCELLED);
+  const done = await submitted("web", { label: "d" });
+  await driver.getStatus(done);
+  expect((await driver.cancel(done)).status).toBe(TaskStatus.COMPLETED);
+});
+
+test("a submit answer that is not {task_id, status: running} or a missing role is a protocol error", async () => {
+  await expect(driver.submit(request("web", { label: "x" }, { status_tool: "job_status", cancel_tool: "job_cancel" }))).rejects.toThrow(
+    new McpTaskProtocolError("Task driver_data is missing required 'submit_tool'"),
+  );
+  const wrongTool = { ...ROLES, submit_tool: "job_log" };
+  await expect(driver.submit(request("web", {}, wrongTool))).rejects.toBeInstanceOf(McpTaskProtocolError);
+  const refused = await driver.submit(request("web", { label: "r", submit_error: true })).catch((e: unknown) => e);
+  expect(refused).not.toBeInstanceOf(McpTaskProtocolError);
+  expect((refused as Error).message).toBe("MCP task tool 'start_job' returned an error: could not start r");
+});
+
+test("stdio status and cancel calls run in the task's own (user, thread) child, not the default one", async () => {
+  const ref = await submitted("local", { label: "s" });
+  const status = await driver.getStatus(ref);
+  const log = board.log; // the HTTP board; the stdio child has its own
+  expect(log.submits).not.toContain(ref.remoteTaskId);
+  const { pid } = status.result as { pid: number };
+  const other = { ...ref, threadId: "t2" };
+  // Another thread's child never saw this job.
+  expect(await driver.getStatus(other)).toMatchObject({ status: "failed", error: "no such job" });
+  expect(pid).toBeGreaterThan(0);
+  expect((status.result as { cwd: string }).cwd).toMatch(/threads[\\/]t1[\\/]user-data[\\/]workspace$/);
+});

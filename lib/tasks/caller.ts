@@ -1,0 +1,60 @@
+/**
+ * How drivers reach task tools: raw MCP calls outside the tool node (inventory §L, better than the original).
+ * stdio calls run in the task's own (user, thread) session — the same child and workspace as the agent's calls;
+ * HTTP/SSE calls reuse the pooled sessions. A submit inside an agent run carries every credential layer; status
+ * and cancel calls run outside any run with server-level credentials only (static headers + OAuth).
+ */
+import type { ToolRuntime } from "@langchain/core/tools";
+import { ToolMessage } from "@langchain/core/messages";
+import { isCommand } from "@langchain/langgraph";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { McpToolkit } from "../mcp";
+
+export interface TaskToolCall {
+  serverName: string;
+  /** The raw MCP tool name. */
+  toolName: string;
+  arguments: Record<string, unknown>;
+  userId: string;
+  threadId: string;
+  /** The agent run's ToolRuntime (a submit): every credential layer. Absent: server-level credentials only. */
+  runtime?: unknown;
+  signal?: AbortSignal;
+}
+
+export interface TaskToolCaller {
+  /** The server's answer, already scrubbed of the call's secrets; a failed call throws a safe-to-show error. */
+  callTool(call: TaskToolCall): Promise<CallToolResult>;
+}
+
+/** An interceptor answered for the server (a ToolMessage or a Command): the task protocol has nothing to parse. */
+export class TaskCallShortCircuitError extends Error {
+  constructor(toolName: string, detail: string) {
+    super(`MCP task tool '${toolName}' was answered by an interceptor instead of the server${detail ? `: ${detail}` : ""}`);
+    this.name = "TaskCallShortCircuitError";
+  }
+}
+
+/** The task caller over a toolkit's pools and interceptor chains. */
+export function toolkitTaskCaller(toolkit: McpToolkit): TaskToolCaller {
+  return {
+    async callTool(call) {
+      const runtime = call.runtime as ToolRuntime | undefined;
+      const outcome = await toolkit.callTool({
+        server: call.serverName,
+        tool: call.toolName,
+        args: call.arguments,
+        runtime,
+        requestScopedHeaders: runtime !== undefined,
+        scope: { userId: call.userId, threadId: call.threadId },
+        signal: call.signal,
+      });
+      if (ToolMessage.isInstance(outcome)) {
+        const text = typeof outcome.content === "string" ? outcome.content : "";
+        throw new TaskCallShortCircuitError(call.toolName, text.slice(0, 500));
+      }
+      if (isCommand(outcome)) throw new TaskCallShortCircuitError(call.toolName, "");
+      return outcome;
+    },
+  };
+}

@@ -1,0 +1,162 @@
+/**
+ * The "ordinary tools" driver (SPEC §6.2, inventory §K): a long job exposed as three plain MCP tools. Only
+ * `structuredContent` is parsed — text is never read as JSON — and every answer is checked against the exact
+ * payload schemas; a broken answer is a permanent protocol failure, an `isError` status answer is retryable.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { cutCodePoints } from "../payload";
+import {
+  MCP_TASK_REMOTE_ID_MAX_LENGTH,
+  McpTaskProtocolError,
+  TaskSnapshot,
+  TaskStatus,
+  type DriverCallOptions,
+  type McpTaskDriver,
+  type TaskReference,
+  type TaskSubmission,
+  type TaskSubmitRequest,
+} from "../model";
+import type { TaskToolCaller } from "../caller";
+
+export const ORDINARY_MCP_TASK_DRIVER = "ordinary-tools";
+export const TOOL_ERROR_DETAIL_MAX_CHARS = 500;
+
+export type OrdinaryTaskRole = "submit_tool" | "status_tool" | "cancel_tool";
+
+const artifactSchema = z.object({ uri: z.string().min(1), mime_type: z.string().min(1) });
+const positiveFinite = z.number().positive().refine(Number.isFinite, "must be finite");
+
+const submitPayload = z.object({ task_id: z.string().min(1), status: z.literal("running") });
+const statusPayload = z.object({
+  task_id: z.string().min(1).max(MCP_TASK_REMOTE_ID_MAX_LENGTH),
+  status: z.enum(["running", "input_required", "completed", "failed", "cancelled"]),
+  result: z.unknown().optional(),
+  result_artifact: artifactSchema.nullish(),
+  error: z.string().nullish(),
+  error_code: z.string().nullish(),
+  input_required: z.record(z.string(), z.unknown()).nullish(),
+  poll_after_seconds: positiveFinite.nullish(),
+});
+const cancelPayload = z.object({
+  task_id: z.string().min(1).max(MCP_TASK_REMOTE_ID_MAX_LENGTH),
+  status: z.enum(["cancelled", "completed", "failed"]),
+  result: z.unknown().optional(),
+  result_artifact: artifactSchema.nullish(),
+  error: z.string().nullish(),
+});
+
+/** The tool a role names in `driver_data`; a missing one is a broken task row. */
+function roleTool(driverData: Record<string, unknown>, role: OrdinaryTaskRole): string {
+  const name = driverData[role];
+  if (typeof name !== "string" || name === "") throw new McpTaskProtocolError(`Task driver_data is missing required '${role}'`);
+  return name;
+}
+
+/** The first non-blank text block, bounded: what a failing task tool said about itself. */
+function errorDetail(result: CallToolResult): string {
+  for (const block of result.content ?? []) {
+    if (block.type === "text" && block.text.trim() !== "") return cutCodePoints(block.text.trim(), TOOL_ERROR_DETAIL_MAX_CHARS);
+  }
+  return "";
+}
+
+/** Field paths and messages of a schema failure — never the values the server sent. */
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+    .join("; ");
+}
+
+function parsePayload<T>(schema: z.ZodType<T>, result: CallToolResult, toolName: string): T {
+  if (result.isError) {
+    const detail = errorDetail(result);
+    // Retryable: a plain error, not a protocol failure.
+    throw new Error(`MCP task tool '${toolName}' returned an error${detail ? `: ${detail}` : ""}`);
+  }
+  if (result.structuredContent === undefined || result.structuredContent === null) {
+    throw new McpTaskProtocolError(`MCP task tool '${toolName}' must return structuredContent; text content is not parsed`);
+  }
+  const parsed = schema.safeParse(result.structuredContent);
+  if (!parsed.success) {
+    throw new McpTaskProtocolError(`Invalid structuredContent from MCP task tool '${toolName}': ${describeIssues(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+/** Neither id is quoted: the error reaches the model, which never sees remote ids. */
+function checkTaskId(ref: TaskReference, actual: string): void {
+  if (actual !== ref.remoteTaskId) throw new McpTaskProtocolError("MCP task response task_id does not match the persisted remote task");
+}
+
+const REMOTE_STATUS: Record<z.output<typeof statusPayload>["status"], TaskStatus> = {
+  running: TaskStatus.WORKING,
+  input_required: TaskStatus.INPUT_REQUIRED,
+  completed: TaskStatus.COMPLETED,
+  failed: TaskStatus.FAILED,
+  cancelled: TaskStatus.CANCELLED,
+};
+
+export class OrdinaryToolsDriver implements McpTaskDriver {
+  constructor(private readonly caller: TaskToolCaller) {}
+
+  async submit(request: TaskSubmitRequest, options: DriverCallOptions = {}): Promise<TaskSubmission> {
+    const toolName = roleTool(request.driverData, "submit_tool");
+    const result = await this.caller.callTool({
+      serverName: request.serverName,
+      toolName,
+      arguments: request.arguments,
+      userId: request.userId,
+      threadId: request.threadId,
+      runtime: options.runtime,
+      signal: options.signal,
+    });
+    const payload = parsePayload(submitPayload, result, toolName);
+    return { remoteTaskId: payload.task_id, snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }), driverData: { ...request.driverData } };
+  }
+
+  async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
+    const toolName = roleTool(ref.driverData, "status_tool");
+    const payload = parsePayload(statusPayload, await this.call(ref, toolName, options), toolName);
+    checkTaskId(ref, payload.task_id);
+    if (payload.error_code === "task_not_found") {
+      return new TaskSnapshot({ status: TaskStatus.FAILED, error: payload.error ?? "Remote MCP task was not found" });
+    }
+    if (payload.status === "input_required" && !payload.input_required) {
+      throw new McpTaskProtocolError("Invalid structuredContent: input_required status requires input_required");
+    }
+    return new TaskSnapshot({
+      status: REMOTE_STATUS[payload.status],
+      result: payload.result,
+      result_artifact: payload.result_artifact ?? null,
+      error: payload.error ?? null,
+      input_required: payload.input_required ?? null,
+      poll_after_seconds: payload.poll_after_seconds ?? null,
+    });
+  }
+
+  async cancel(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
+    const toolName = roleTool(ref.driverData, "cancel_tool");
+    const payload = parsePayload(cancelPayload, await this.call(ref, toolName, options), toolName);
+    checkTaskId(ref, payload.task_id);
+    return new TaskSnapshot({
+      status: REMOTE_STATUS[payload.status],
+      result: payload.result,
+      result_artifact: payload.result_artifact ?? null,
+      error: payload.error ?? null,
+    });
+  }
+
+  /** Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. */
+  private call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<CallToolResult> {
+    return this.caller.callTool({
+      serverName: ref.serverName,
+      toolName,
+      arguments: { task_id: ref.remoteTaskId },
+      userId: ref.userId,
+      threadId: ref.threadId,
+      signal: options.signal,
+    });
+  }
+}
