@@ -1,0 +1,190 @@
+/**
+ * `createTaskRuntime` (SPEC §6, inventory §O 130–136): the store, the driver registry, the task tool caller and
+ * the service, assembled from the config's startup-only `mcpTasks` settings and `MCP_HARNESS_DATABASE_URL`. The
+ * runtime is also the toolkit's task hook: it enforces the startup rules on every loaded generation and wraps
+ * task tools, and its own status/cancel calls run through that toolkit's sessions.
+ */
+import {
+  loadExtensionsConfig,
+  McpTaskConfigurationError,
+  type ExtensionsConfig,
+  type McpServerConfig,
+  type McpTasksSettings,
+} from "../config";
+import { createMcpToolkit, enabledTaskServers, type McpToolkit, type McpToolkitOptions, type TaskToolsInput } from "../mcp";
+import type { ToolkitTaskHooks } from "../mcp";
+import { consoleLogger, type Logger } from "../shared/logger";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { toolkitTaskCaller, type TaskToolCaller } from "./caller";
+import { ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver } from "./drivers/ordinary";
+import { canonicalJson } from "./events";
+import { McpTaskDriverRegistry } from "./model";
+import type { TaskNotifier } from "./notifier";
+import { McpTaskService, type TickReport } from "./service";
+import { openTaskStore, type TaskStore } from "./store";
+import { TaskToolWrapper } from "./task-tools";
+
+/** Fields of a task server that stay hot-reloadable (presentation only). */
+const PRESENTATION_FIELDS = ["description", "routing", "tools", "tool_name_prefix"] as const;
+
+export interface TaskRuntimeOptions {
+  /** The extensions config, as for `createMcpToolkit` (explicit path, else `MCP_HARNESS_CONFIG`, else the search). */
+  configPath?: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logger?: Logger;
+  /** `sqlite:<path>` or `postgres://…`; default `MCP_HARNESS_DATABASE_URL`, else `<data dir>/tasks.sqlite`. */
+  databaseUrl?: string;
+  /** PostgreSQL schema of the task table (a plain identifier; default `public`). */
+  schema?: string;
+  /** An opened store to use instead (the runtime does not close it). */
+  store?: TaskStore;
+  /** Where task events are delivered; without one the notification phase does nothing. */
+  notifier?: TaskNotifier;
+  /** Every timestamp of the service and the store it opens. */
+  clock?: () => Date;
+  leaseOwner?: string;
+  /**
+   * Options of the toolkit the runtime makes for its own calls when no toolkit attaches to it (a worker process
+   * with no agent). In an agent process pass the runtime to `createMcpToolkit({ taskRuntime })` instead.
+   */
+  toolkitOptions?: Omit<McpToolkitOptions, "taskRuntime" | "configPath" | "env" | "cwd" | "logger">;
+}
+
+/** What of a task server is frozen at startup, as comparable text. */
+function frozenServer(server: McpServerConfig): string {
+  const copy: Record<string, unknown> = { ...server };
+  for (const field of PRESENTATION_FIELDS) delete copy[field];
+  return canonicalJson(copy);
+}
+
+function frozenTaskServers(config: ExtensionsConfig): Map<string, string> {
+  return new Map(enabledTaskServers(config).map((name) => [name, frozenServer(config.mcpServers[name]!)]));
+}
+
+function quoted(names: readonly string[]): string {
+  return names.map((name) => `'${name}'`).join(", ");
+}
+
+export class TaskRuntime implements ToolkitTaskHooks {
+  readonly service: McpTaskService;
+  readonly settings: McpTasksSettings;
+  readonly drivers: McpTaskDriverRegistry;
+  readonly #frozen: ReadonlyMap<string, string>;
+  readonly #wrapper: TaskToolWrapper;
+  readonly #options: TaskRuntimeOptions;
+  readonly #ownsStore: boolean;
+  #toolkit: McpToolkit | null = null;
+  #ownsToolkit = false;
+  #stopped: Promise<void> | null = null;
+
+  constructor(
+    readonly store: TaskStore,
+    config: ExtensionsConfig,
+    options: TaskRuntimeOptions & { ownsStore: boolean },
+  ) {
+    this.#options = options;
+    this.#ownsStore = options.ownsStore;
+    this.settings = config.mcpTasks;
+    this.#frozen = frozenTaskServers(config);
+    const logger = options.logger ?? consoleLogger;
+    this.drivers = new McpTaskDriverRegistry();
+    this.drivers.register(ORDINARY_MCP_TASK_DRIVER, new OrdinaryToolsDriver(this.caller()));
+    this.service = new McpTaskService({
+      store,
+      drivers: this.drivers,
+      settings: this.settings,
+      notifier: options.notifier,
+      clock: options.clock,
+      leaseOwner: options.leaseOwner,
+      logger,
+    });
+    this.#wrapper = new TaskToolWrapper(this.service, logger);
+  }
+
+  /** `mcpTasks.enabled` at startup and not stopped: the gateway answers 503 otherwise. */
+  get running(): boolean {
+    return this.settings.enabled && this.#stopped === null;
+  }
+
+  /** Task servers of the startup config (enabled ones with `task_toolsets`), sorted. */
+  get taskServers(): string[] {
+    return [...this.#frozen.keys()];
+  }
+
+  /** The toolkit the runtime's own calls go through: the one that attached, else one of its own. */
+  get toolkit(): McpToolkit {
+    if (this.#toolkit === null) {
+      const o = this.#options;
+      this.#ownsToolkit = true;
+      createMcpToolkit({ ...o.toolkitOptions, configPath: o.configPath, env: o.env, cwd: o.cwd, logger: o.logger, taskRuntime: this });
+    }
+    return this.#toolkit!;
+  }
+
+  attach(toolkit: McpToolkit): void {
+    if (this.#toolkit !== null && this.#toolkit !== toolkit) {
+      throw new Error("this task runtime already serves another toolkit; create one runtime per toolkit");
+    }
+    this.#toolkit = toolkit;
+  }
+
+  prepareTools(input: TaskToolsInput): DynamicStructuredTool[] {
+    const now = frozenTaskServers(input.config);
+    const changed = [...new Set([...now.keys(), ...this.#frozen.keys()])].filter((name) => now.get(name) !== this.#frozen.get(name)).sort();
+    if (changed.length > 0) {
+      throw new McpTaskConfigurationError(
+        `MCP task-enabled server configuration changed since startup (${quoted(changed)}); restart the process to use durable task tools`,
+      );
+    }
+    return this.#wrapper.prepare(input);
+  }
+
+  /** One pass of the service: cancellations, claim and poll, notifications. */
+  runOnce(now?: Date): Promise<TickReport> {
+    return this.service.runOnce(now);
+  }
+
+  /** Stops the service (in-flight remote calls are aborted), then closes what the runtime opened. Idempotent. */
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      await this.service.stop();
+      if (this.#ownsToolkit) await this.#toolkit?.close();
+      if (this.#ownsStore) await this.store.close();
+    })();
+    return this.#stopped;
+  }
+
+  private caller(): TaskToolCaller {
+    return { callTool: (call) => toolkitTaskCaller(this.toolkit).callTool(call) };
+  }
+}
+
+/**
+ * Reads the config, checks the startup rules, opens the store (running its migrations) and builds the service.
+ * Throws an `McpTaskConfigurationError` when task toolsets are configured while `mcpTasks.enabled` is false.
+ */
+export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promise<TaskRuntime> {
+  const logger = options.logger ?? consoleLogger;
+  const { config } = await loadExtensionsConfig({ configPath: options.configPath, env: options.env, cwd: options.cwd, logger });
+  const taskServers = enabledTaskServers(config);
+  if (taskServers.length > 0 && !config.mcpTasks.enabled) {
+    throw new McpTaskConfigurationError(
+      `MCP task_toolsets are configured (${quoted(taskServers)}), so mcpTasks.enabled=true is required; task tools are never exposed as synchronous calls`,
+    );
+  }
+  for (const name of taskServers) {
+    const server = config.mcpServers[name]!;
+    const declared = [server.user_auth ? "user_auth" : null, server.headers_from_context ? "headers_from_context" : null].filter(Boolean);
+    if (declared.length > 0 && server.type !== "stdio") {
+      logger.warn(
+        `MCP task server '${name}' declares ${declared.join(" and ")}: its submit calls carry them, but status and cancel ` +
+          "polls run outside any agent run with server-level credentials only (static headers and OAuth)",
+      );
+    }
+  }
+  const store =
+    options.store ??
+    (await openTaskStore({ url: options.databaseUrl, env: options.env, cwd: options.cwd, clock: options.clock, schema: options.schema }));
+  return new TaskRuntime(store, config, { ...options, ownsStore: options.store === undefined });
+}
