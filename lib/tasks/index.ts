@@ -13,3 +13,28 @@ export {
   type TaskEvent,
 } from "./events";
 export * from "./store";
+export {
+  BusyThreadError,
+  MemoryTaskNotifier,
+  ThreadGoneError,
+  type NotificationRun,
+  type NotificationRunStatus,
+  type NotifierCallOptions,
+  type RecordedDelivery,
+  type TaskDelivery,
+  type TaskNotifier,
+} from "./notifier";
+export {
+  AmbiguousMcpTaskError,
+  defaultLeaseOwner,
+  McpTaskLookupError,
+  McpTaskService,
+  McpTaskServiceStoppedError,
+  type CancellationReport,
+  type McpTaskServiceOptions,
+  type NotificationReport,
+  type PollOutcome,
+  type PollReport,
+  type SubmitOptions,
+  type TickReport,
+} from "./service";

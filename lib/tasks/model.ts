@@ -185,8 +185,10 @@ export interface TaskSubmission {
 }
 
 export interface DriverCallOptions {
-  /** Aborted when the service shuts down, so a hung server cannot hold the process. */
+  /** Aborted when the service shuts down (or a submit's caller gives up), so a hung server cannot hold the process. */
   signal?: AbortSignal;
+  /** Submit only: the agent run's runtime, for the driver to take the run's credentials from. */
+  runtime?: unknown;
 }
 
 /** The driver protocol (SPEC §6.2 implements it twice: ordinary tools and native MCP Tasks). */
