@@ -16,3 +16,29 @@ export * from "./store";
 export { TaskCallShortCircuitError, toolkitTaskCaller, type TaskToolCall, type TaskToolCaller } from "./caller";
 export { ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver, TOOL_ERROR_DETAIL_MAX_CHARS, type OrdinaryTaskRole } from "./drivers/ordinary";
 export { submitContract, TaskToolWrapper, type SubmittedTask, type TaskSubmitter } from "./task-tools";
+export {
+  BusyThreadError,
+  MemoryTaskNotifier,
+  ThreadGoneError,
+  type NotificationRun,
+  type NotificationRunStatus,
+  type NotifierCallOptions,
+  type RecordedDelivery,
+  type TaskDelivery,
+  type TaskNotifier,
+} from "./notifier";
+export {
+  AmbiguousMcpTaskError,
+  defaultLeaseOwner,
+  McpTaskLookupError,
+  McpTaskService,
+  McpTaskServiceStoppedError,
+  type CancellationReport,
+  type McpTaskServiceOptions,
+  type NotificationReport,
+  type PollOutcome,
+  type PollReport,
+  type SubmitOptions,
+  type TickReport,
+} from "./service";
+export { createTaskRuntime, TaskRuntime, type TaskRuntimeOptions } from "./runtime";

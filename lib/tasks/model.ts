@@ -185,9 +185,9 @@ export interface TaskSubmission {
 }
 
 export interface DriverCallOptions {
-  /** Aborted when the service shuts down, so a hung server cannot hold the process. */
+  /** Aborted when the service shuts down (or a submit's caller gives up), so a hung server cannot hold the process. */
   signal?: AbortSignal;
-  /** The agent run's ToolRuntime (a submit inside an agent run): the submit call gets every credential layer. */
+  /** Submit only: the agent run's runtime, for the driver to take the run's credentials from. */
   runtime?: unknown;
 }
 

@@ -51,6 +51,8 @@ export interface ClaimOptions {
   leaseOwner: string;
   leaseSeconds: number;
   limit: number;
+  /** The scan time: what is due by then, leased until then + `leaseSeconds` (default: the store's clock). */
+  now?: Date;
 }
 
 export interface ApplySnapshotInput {
@@ -204,7 +206,7 @@ export class TaskStore {
 
   /** Claims up to `limit` due, unleased (or lease-expired), uncancelled pollable rows, oldest due first. */
   async claimDuePolls(opts: ClaimOptions): Promise<TaskRecord[]> {
-    const now = this.#clock();
+    const now = opts.now ?? this.#clock();
     const rows = await this.#db.rows(
       this.#claimPolls,
       [opts.leaseOwner, dbTime(addSeconds(now, opts.leaseSeconds)), dbTime(now), opts.limit],
@@ -284,7 +286,7 @@ export class TaskStore {
 
   /** Claims due cancel requests of live tasks under the same lease columns as polls. */
   async claimCancels(opts: ClaimOptions & { taskId?: string }): Promise<TaskRecord[]> {
-    const now = this.#clock();
+    const now = opts.now ?? this.#clock();
     const rows = await this.#db.rows(this.#sql.claimCancels(), [
       opts.leaseOwner,
       dbTime(addSeconds(now, opts.leaseSeconds)),
@@ -334,7 +336,7 @@ export class TaskStore {
    */
   async claimNotificationWork(opts: ClaimOptions & { trackingDegradedAfterErrors: number }): Promise<TaskRecord[]> {
     return this.#db.transaction(async (tx) => {
-      const now = this.#clock();
+      const now = opts.now ?? this.#clock();
       const due = this.#records(await tx.rows(this.#sql.dueNotifications(), [dbTime(now), opts.limit]));
       const claimed: TaskRecord[] = [];
       for (const row of due) {
