@@ -355,7 +355,14 @@ export class McpToolkit {
       return { spec, tool: createHarnessTool(spec, invoke) };
     });
     const failures = new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!]));
-    const tools = this.exposedTools(loaded.config, discovered, failures);
+    let tools: DynamicStructuredTool[];
+    try {
+      tools = this.exposedTools(loaded.config, discovered, failures);
+    } catch (err) {
+      // No generation will own the sessions discovery opened.
+      pool.retire();
+      throw err;
+    }
     this.logger.debug(`loaded ${tools.length} MCP tools from ${discoveries.length} servers (generation ${token})`);
     return {
       token,

@@ -1,0 +1,305 @@
+/**
+ * createTaskRuntime end to end: a real job server (streamable HTTP in process, stdio child), a real SQLite file,
+ * a createAgent agent with a checkpointer driven by the scripted model, and `runOnce` ticks on an injected clock.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { once } from "node:events";
+import { writeFile } from "node:fs/promises";
+import * as path from "node:path";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import sqlite3 from "sqlite3";
+import { z } from "zod";
+import { createMcpToolkit, McpTaskConfigurationError, RecordingLogger, silentLogger, type McpToolkit } from "../../lib";
+import { ScriptedChatModel } from "../../lib/agent";
+import { threadPaths } from "../../lib/sessions";
+import { createTaskRuntime, MemoryTaskNotifier, submitContract, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import type { StreamableHttpFixture } from "../fixtures/http-server";
+
+const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+const RunContext = z.object({ user_id: z.string() });
+
+let board: TaskBoard;
+let http: StreamableHttpFixture;
+const open: { runtime?: TaskRuntime; toolkit?: McpToolkit }[] = [];
+
+beforeAll(async () => {
+  board = new TaskBoard();
+  http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
+});
+
+afterEach(async () => {
+  for (const { runtime, toolkit } of open.splice(0)) {
+    await toolkit?.close();
+    await runtime?.stop();
+  }
+});
+
+afterAll(async () => {
+  await http.close();
+});
+
+class Clock {
+  now = new Date("2026-01-01T00:00:00.000Z");
+  readonly read = (): Date => this.now;
+  advance(seconds: number): Date {
+    this.now = new Date(this.now.getTime() + seconds * 1000);
+    return this.now;
+  }
+}
+
+interface Setup {
+  dir: string;
+  configPath: string;
+  runtime: TaskRuntime;
+  toolkit: McpToolkit;
+  tools: DynamicStructuredTool[];
+  notifier: MemoryTaskNotifier;
+  clock: Clock;
+}
+
+function baseConfig(extra: Record<string, unknown> = {}) {
+  return {
+    mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+    mcpServers: {
+      jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] },
+      local: {
+        type: "stdio",
+        ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }),
+        task_toolsets: [{ name: "compile", ...TOOLSET }],
+      },
+      ...extra,
+    },
+  };
+}
+
+async function setup(config: object = baseConfig(), dir?: string): Promise<Setup> {
+  dir ??= await makeTempDir("task-runtime-");
+  const configPath = await writeConfig(dir, config);
+  const clock = new Clock();
+  const notifier = new MemoryTaskNotifier();
+  const runtime = await createTaskRuntime({
+    configPath,
+    databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`,
+    notifier,
+    clock: clock.read,
+    logger: silentLogger,
+  });
+  const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+  open.push({ runtime, toolkit });
+  return { dir, configPath, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock };
+}
+
+function toolMessages(messages: BaseMessage[]): ToolMessage[] {
+  return messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
+}
+
+async function agentSubmit(s: Setup, tool: string, args: Record<string, unknown>, user: string, thread: string, before: ReturnType<typeof ScriptedChatModel.toolCall>[] = []) {
+  const model = new ScriptedChatModel([...before, ScriptedChatModel.toolCall(tool, args, "submit-1"), { content: "submitted" }]);
+  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
+  return toolMessages(result.messages);
+}
+
+describe("the submit wrapper and the agent-visible tools", () => {
+  test("status and cancel tools are hidden; submit keeps its name and schema and says it runs in the background", async () => {
+    const s = await setup();
+    const names = s.tools.map((t) => t.name).sort();
+    expect(names).toEqual(["jobs_echo", "jobs_job_log", "jobs_start_job", "local_job_log", "local_pid", "local_start_job"]);
+    const submit = s.tools.find((t) => t.name === "jobs_start_job")!;
+    expect(submit.description).toContain("Start a long job.");
+    expect(submit.description).toContain(submitContract("build"));
+    expect(Object.keys((submit.schema as { properties: object }).properties)).toContain("label");
+  });
+
+  test("an agent's submit returns the local id at once; ticks carry the task to completed; one delivery, none after", async () => {
+    const s = await setup();
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "a", steps: 2 }, "ann", "th-1");
+    const answer = JSON.parse(String(message!.content)) as SubmittedTask;
+    expect(answer).toEqual({ task_id: expect.stringMatching(/^mcp-task-[0-9a-f]{32}$/), task_name: "build", status: "submitted", message: "Task is running in the background." });
+    const remoteId = board.log.submits.at(-1)!;
+    // Returned before the remote job finished: nobody has asked for its status yet.
+    expect(board.jobs.get(remoteId)!.state).toBe("running");
+    expect(board.log.statusCalls).not.toContain(remoteId);
+    expect(JSON.stringify(message)).not.toContain(remoteId);
+
+    expect((await s.runtime.runOnce(s.clock.advance(1))).claimed).toBe(0); // not due yet
+    expect(await s.runtime.runOnce(s.clock.advance(4))).toMatchObject({ claimed: 1, applied: 1, notified: 0 });
+    expect(await s.runtime.runOnce(s.clock.advance(5))).toMatchObject({ claimed: 1, applied: 1, notified: 1 });
+    const deliveries = s.notifier.deliveriesOf(answer.task_id);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]!.delivery).toMatchObject({ userId: "ann", threadId: "th-1", event: { status: "completed", task_name: "build", result: { label: "a" } } });
+    expect(JSON.stringify(deliveries[0])).not.toContain(remoteId);
+    await s.runtime.runOnce(s.clock.advance(5)); // the dispatched run is looked up: delivered
+    expect((await s.runtime.service.getTask(answer.task_id, "ann"))?.notification_status).toBe("delivered");
+    for (let i = 0; i < 3; i += 1) await s.runtime.runOnce(s.clock.advance(60));
+    expect(s.notifier.deliveries).toHaveLength(1);
+  });
+
+  test("stdio: status polls run in the same child and workspace as the thread's own calls", async () => {
+    const s = await setup();
+    const messages = await agentSubmit(s, "local_start_job", { label: "s" }, "bob", "th-2", [ScriptedChatModel.toolCall("local_pid", {}, "pid-1")]);
+    const pid = Number(messages[0]!.content);
+    const taskId = (JSON.parse(String(messages[1]!.content)) as SubmittedTask).task_id;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const [delivery] = s.notifier.deliveriesOf(taskId);
+    const result = delivery!.delivery.event.result as { pid: number; cwd: string };
+    expect(result.pid).toBe(pid);
+    expect(result.cwd).toBe(threadPaths(s.dir, "th-2").workspace);
+  });
+
+  test("a submit without a thread, or a failing remote submit, is an error ToolMessage and stores nothing", async () => {
+    const s = await setup();
+    const submit = s.tools.find((t) => t.name === "jobs_start_job")!;
+    const noThread = (await submit.invoke({ type: "tool_call", name: submit.name, id: "c-1", args: { label: "x" } })) as ToolMessage;
+    expect(noThread.status).toBe("error");
+    expect(noThread.content).toBe("Background task 'build' needs a conversation thread: run the agent with a thread_id");
+    const [refused] = await agentSubmit(s, "jobs_start_job", { label: "r", submit_error: true }, "ann", "th-3");
+    expect(refused!.status).toBe("error");
+    expect(refused!.content).toBe("Background task 'build' was not submitted: MCP task tool 'start_job' returned an error: could not start r");
+    expect(await s.runtime.service.listTasks("th-3", "ann")).toEqual([]);
+  });
+});
+
+describe("compensation through the wrapper", () => {
+  test("the remote submit succeeded but the row could not be stored: the job is cancelled on the server", async () => {
+    const s = await setup();
+    const db = new sqlite3.Database(path.join(s.dir, "tasks.sqlite"));
+    await new Promise<void>((resolve, reject) =>
+      db.exec("CREATE TRIGGER refuse BEFORE INSERT ON mcp_tasks BEGIN SELECT RAISE(ABORT, 'disk quota'); END;", (e) => (e ? reject(e) : resolve())),
+    );
+    await new Promise<void>((resolve) => db.close(() => resolve()));
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "c", remote_id: "comp-1" }, "ann", "th-4");
+    expect(message!.status).toBe("error");
+    expect(message!.content).toBe("Background task 'build' was not submitted: the task could not be stored; nothing is running on the server");
+    expect(board.log.cancels).toContain("comp-1");
+    expect(board.jobs.get("comp-1")!.state).toBe("cancelled");
+  });
+
+  test("a remote id that is already tracked cancels nothing", async () => {
+    const s = await setup();
+    await agentSubmit(s, "jobs_start_job", { label: "d", remote_id: "dup-1" }, "ann", "th-5");
+    const [second] = await agentSubmit(s, "jobs_start_job", { label: "d", remote_id: "dup-1" }, "ann", "th-5");
+    expect(second!.content).toBe("Background task 'build' was not submitted: the server returned a job that is already tracked");
+    expect(board.log.cancels).not.toContain("dup-1");
+  });
+});
+
+describe("restart and recovery on the same database file", () => {
+  test("a task submitted before a restart completes under a new runtime and is delivered once", async () => {
+    const first = await setup();
+    const [message] = await agentSubmit(first, "jobs_start_job", { label: "r", steps: 1 }, "ann", "th-6");
+    const taskId = (JSON.parse(String(message!.content)) as SubmittedTask).task_id;
+    await first.toolkit.close();
+    await first.runtime.stop();
+    // A worker process: a runtime with no agent toolkit makes its own for its calls.
+    const notifier = new MemoryTaskNotifier();
+    const clock = new Clock();
+    const worker = await createTaskRuntime({
+      configPath: first.configPath,
+      databaseUrl: `sqlite:${path.join(first.dir, "tasks.sqlite")}`,
+      notifier,
+      clock: clock.read,
+      logger: silentLogger,
+      toolkitOptions: { dataDir: first.dir },
+    });
+    open.push({ runtime: worker });
+    await worker.runOnce(clock.advance(5));
+    await worker.runOnce(clock.advance(5));
+    await worker.runOnce(clock.advance(5));
+    expect(notifier.deliveriesOf(taskId)).toHaveLength(1);
+    expect((await worker.service.getTask(taskId, "ann"))?.status).toBe("completed");
+  });
+
+  test("a lease held by a worker that died is recovered once it expires", async () => {
+    const s = await setup();
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "l" }, "ann", "th-7");
+    const taskId = (JSON.parse(String(message!.content)) as SubmittedTask).task_id;
+    // Another worker claims the task and dies before answering.
+    const dead = await createTaskRuntime({ configPath: s.configPath, databaseUrl: `sqlite:${path.join(s.dir, "tasks.sqlite")}`, clock: s.clock.read, logger: silentLogger });
+    open.push({ runtime: dead });
+    expect(await dead.service.claimDuePolls(s.clock.advance(5))).toHaveLength(1);
+    await dead.stop();
+    expect((await s.runtime.runOnce(s.clock.advance(60))).claimed).toBe(0); // lease_seconds 120 not over
+    expect(await s.runtime.runOnce(s.clock.advance(61))).toMatchObject({ claimed: 1, applied: 1 });
+    expect((await s.runtime.service.getTask(taskId, "ann"))?.status).toBe("completed");
+  });
+});
+
+describe("startup rules", () => {
+  test("task toolsets while mcpTasks.enabled is false: createTaskRuntime and getTools both refuse", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const configPath = await writeConfig(dir, { ...baseConfig(), mcpTasks: { enabled: false } });
+    await expect(createTaskRuntime({ configPath, databaseUrl: `sqlite:${dir}/t.sqlite`, logger: silentLogger })).rejects.toThrow(
+      new McpTaskConfigurationError(
+        "MCP task_toolsets are configured ('jobs', 'local'), so mcpTasks.enabled=true is required; task tools are never exposed as synchronous calls",
+      ),
+    );
+    const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir });
+    open.push({ toolkit });
+    await expect(toolkit.getTools()).rejects.toThrow(/so mcpTasks\.enabled=true is required/);
+  });
+
+  test("task toolsets without a task runtime: getTools refuses instead of exposing synchronous tools", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const toolkit = createMcpToolkit({ configPath: await writeConfig(dir, baseConfig()), logger: silentLogger, dataDir: dir });
+    open.push({ toolkit });
+    await expect(toolkit.getTools()).rejects.toThrow(
+      "MCP task_toolsets ('jobs', 'local') need the durable task runtime: pass createTaskRuntime(...) to createMcpToolkit({ taskRuntime })",
+    );
+  });
+
+  test("a toolset naming a tool the server does not list is a startup error naming server and tool", async () => {
+    const config = baseConfig();
+    config.mcpServers.jobs.task_toolsets = [{ name: "build", ...TOOLSET, status_tool: "job_state" }];
+    await expect(setup(config)).rejects.toThrow(new McpTaskConfigurationError("MCP server 'jobs' task_toolsets reference missing raw tool(s): job_state"));
+  });
+
+  test("task servers are frozen: an edit fails getTools naming them; presentation and other servers stay hot", async () => {
+    const config = baseConfig();
+    delete (config.mcpServers as Partial<typeof config.mcpServers>).local;
+    const s = await setup(config);
+    await writeFile(s.configPath, JSON.stringify({ ...config, mcpServers: { ...config.mcpServers, jobs: { ...config.mcpServers.jobs, description: "Jobs." } } }));
+    expect(await s.toolkit.getTools()).toHaveLength(3);
+    const added = { ...config.mcpServers, extra: { type: "http", url: http.url, tool_name_prefix: true } };
+    await writeFile(s.configPath, JSON.stringify({ ...config, mcpServers: added }));
+    expect((await s.toolkit.getTools()).map((t) => t.name)).toContain("extra_echo");
+    await writeFile(s.configPath, JSON.stringify({ ...config, mcpServers: { ...added, jobs: { ...config.mcpServers.jobs, headers: { "X-Team": "b" } } } }));
+    await expect(s.toolkit.getTools()).rejects.toThrow(
+      new McpTaskConfigurationError("MCP task-enabled server configuration changed since startup ('jobs'); restart the process to use durable task tools"),
+    );
+  });
+
+  test("one warning per task server declaring request-scoped credentials", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const config = baseConfig({
+      keyed: {
+        type: "http",
+        url: http.url,
+        headers_from_context: { headers: { "X-Key": "key" } },
+        task_toolsets: [{ name: "keyed", ...TOOLSET }],
+      },
+    });
+    const logger = new RecordingLogger();
+    const runtime = await createTaskRuntime({ configPath: await writeConfig(dir, config), databaseUrl: `sqlite:${dir}/t.sqlite`, logger });
+    open.push({ runtime });
+    const warnings = logger.messages("warn");
+    expect(warnings).toEqual([
+      "MCP task server 'keyed' declares headers_from_context: its submit calls carry them, but status and cancel polls run outside any agent run with server-level credentials only (static headers and OAuth)",
+    ]);
+  });
+});
+
+test("stop() returns while a status call hangs, and the tick it interrupted settles", async () => {
+  const s = await setup();
+  await agentSubmit(s, "jobs_start_job", { label: "h", mode: "hang" }, "ann", "th-8");
+  const asked = once(board.events, "status");
+  const tick = s.runtime.runOnce(s.clock.advance(5));
+  await asked;
+  await s.runtime.stop();
+  await expect(tick.then(() => "settled", () => "settled")).resolves.toBe("settled");
+  expect(s.runtime.running).toBe(false);
+});
