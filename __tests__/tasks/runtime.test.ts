@@ -3,6 +3,7 @@
  * a createAgent agent with a checkpointer driven by the scripted model, and `runOnce` ticks on an injected clock.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { writeFile } from "node:fs/promises";
 import * as path from "node:path";
@@ -18,6 +19,8 @@ import { threadPaths } from "../../lib/sessions";
 import { createTaskRuntime, MemoryTaskNotifier, submitContract, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
+import { targets } from "./store/helpers";
+import { pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const RunContext = z.object({ user_id: z.string() });
@@ -38,8 +41,11 @@ afterEach(async () => {
   }
 });
 
+const databases = targets();
+
 afterAll(async () => {
   await http.close();
+  for (const target of databases) await target.cleanup();
 });
 
 class Clock {
@@ -76,14 +82,14 @@ function baseConfig(extra: Record<string, unknown> = {}) {
   };
 }
 
-async function setup(config: object = baseConfig(), dir?: string): Promise<Setup> {
-  dir ??= await makeTempDir("task-runtime-");
+async function setup(config: object = baseConfig(), databaseUrl?: string): Promise<Setup> {
+  const dir = await makeTempDir("task-runtime-");
   const configPath = await writeConfig(dir, config);
   const clock = new Clock();
   const notifier = new MemoryTaskNotifier();
   const runtime = await createTaskRuntime({
     configPath,
-    databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`,
+    databaseUrl: databaseUrl ?? `sqlite:${path.join(dir, "tasks.sqlite")}`,
     notifier,
     clock: clock.read,
     logger: silentLogger,
@@ -252,10 +258,13 @@ describe("startup rules", () => {
     );
   });
 
-  test("a toolset naming a tool the server does not list is a startup error naming server and tool", async () => {
+  test("a toolset naming a tool the server does not list is a startup error naming server and tool; no child is left", async () => {
     const config = baseConfig();
-    config.mcpServers.jobs.task_toolsets = [{ name: "build", ...TOOLSET, status_tool: "job_state" }];
-    await expect(setup(config)).rejects.toThrow(new McpTaskConfigurationError("MCP server 'jobs' task_toolsets reference missing raw tool(s): job_state"));
+    const marker = `missing-tool-${randomUUID()}`;
+    config.mcpServers.local.args = [...config.mcpServers.local.args, marker];
+    config.mcpServers.local.task_toolsets = [{ name: "compile", ...TOOLSET, status_tool: "job_state" }];
+    await expect(setup(config)).rejects.toThrow(new McpTaskConfigurationError("MCP server 'local' task_toolsets reference missing raw tool(s): job_state"));
+    expect(await waitUntil(() => pidsWithMarker(marker).length === 0)).toBe(true);
   });
 
   test("task servers are frozen: an edit fails getTools naming them; presentation and other servers stay hot", async () => {
@@ -271,6 +280,24 @@ describe("startup rules", () => {
     await expect(s.toolkit.getTools()).rejects.toThrow(
       new McpTaskConfigurationError("MCP task-enabled server configuration changed since startup ('jobs'); restart the process to use durable task tools"),
     );
+  });
+
+  test("a submit carries the run's request-scoped headers; status polls run with server-level credentials only", async () => {
+    const s = await setup(
+      baseConfig({
+        keyed: { type: "http", url: http.url, headers_from_context: { headers: { "X-Key": "key" } }, task_toolsets: [{ name: "keyed", ...TOOLSET }] },
+      }),
+    );
+    const model = new ScriptedChatModel([ScriptedChatModel.toolCall("keyed_start_job", { label: "k" }, "k-1"), { content: "ok" }]);
+    const agent = createAgent({ model, tools: s.tools, checkpointer: new MemorySaver() });
+    const before = http.requests.length;
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "kim", secrets: { key: "k-secret" } }, configurable: { thread_id: "th-k" } });
+    const taskId = (JSON.parse(String(toolMessages(result.messages)[0]!.content)) as SubmittedTask).task_id;
+    expect(http.requests.slice(before).some((r) => r.headers["x-key"] === "k-secret")).toBe(true);
+    const polled = http.requests.length;
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "kim"))?.status).toBe("completed");
+    expect(http.requests.slice(polled).every((r) => r.headers["x-key"] === undefined)).toBe(true);
   });
 
   test("one warning per task server declaring request-scoped credentials", async () => {
@@ -302,4 +329,27 @@ test("stop() returns while a status call hangs, and the tick it interrupted sett
   await s.runtime.stop();
   await expect(tick.then(() => "settled", () => "settled")).resolves.toBe("settled");
   expect(s.runtime.running).toBe(false);
+});
+
+test.each(databases.map((t) => [t.name, t] as const))("%s: submit, restart, complete, one delivery per event", async (_name, target) => {
+  const url = await target.fresh();
+  const config = baseConfig();
+  delete (config.mcpServers as Partial<typeof config.mcpServers>).local;
+  const first = await setup(config, url);
+  const [message] = await agentSubmit(first, "jobs_start_job", { label: "p", mode: "input" }, "ann", "th-9");
+  const taskId = (JSON.parse(String(message!.content)) as SubmittedTask).task_id;
+  // input_required is an event of its own; then the runtime stops mid-life.
+  expect(await first.runtime.runOnce(first.clock.advance(5))).toMatchObject({ applied: 1, notified: 1 });
+  await first.toolkit.close();
+  await first.runtime.stop();
+  const notifier = new MemoryTaskNotifier();
+  const worker = await createTaskRuntime({ configPath: first.configPath, databaseUrl: url, notifier, clock: first.clock.read, logger: silentLogger });
+  open.push({ runtime: worker });
+  // input_required polls slower (60 s by default), then completes; the dispatched run is looked up on the way.
+  expect((await worker.runOnce(first.clock.advance(30))).claimed).toBe(0);
+  await worker.runOnce(first.clock.advance(31));
+  await worker.runOnce(first.clock.advance(5));
+  expect((await worker.service.getTask(taskId, "ann"))?.status).toBe("completed");
+  expect(first.notifier.deliveriesOf(taskId).map((d) => d.delivery.event.status)).toEqual(["input_required"]);
+  expect(notifier.deliveriesOf(taskId).map((d) => d.delivery.event.status)).toEqual(["completed"]);
 });
