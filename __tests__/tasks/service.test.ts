@@ -9,6 +9,7 @@ import {
   DuplicateMcpRemoteTaskError,
   McpTaskLookupError,
   McpTaskProtocolError,
+  McpTaskService,
   McpTaskServiceStoppedError,
   migrate,
   openTaskDatabase,
@@ -18,7 +19,7 @@ import {
   type CreateTaskInput,
   type TaskRecord,
 } from "../../lib/tasks";
-import { cancelled, completed, DRIVER, harness, Hold, ScriptedDriver, working, type Harness } from "./scripted-driver";
+import { cancelled, completed, DRIVER, harness, Hold, ScriptedDriver, settings, working, type Harness } from "./scripted-driver";
 import { openStore, T0, targets } from "./store/helpers";
 
 const seconds = (later: Date | null, earlier: Date) => (later === null ? null : (later.getTime() - earlier.getTime()) / 1000);
@@ -309,6 +310,33 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(seconds(orphanRow.next_poll_at, scanNow)).toBe(5);
     });
 
+    test("an unexpected failure writing one result (a real database error) is logged, leaves that lease to expire, and the siblings are applied", async () => {
+      const h = await setup({ settings: { lease_seconds: 30 } });
+      const { db } = await openTaskDatabase({ url: h.url });
+      if (target.name === "sqlite") {
+        await db.rows("CREATE TRIGGER refuse_update BEFORE UPDATE ON mcp_tasks WHEN NEW.task_name = 'doomed' AND NEW.status = 'completed' BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END");
+      } else {
+        await db.rows("CREATE FUNCTION refuse_update() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RAISE EXCEPTION ''disk I/O error''; END'");
+        await db.rows("CREATE TRIGGER refuse_update BEFORE UPDATE ON mcp_tasks FOR EACH ROW WHEN (NEW.task_name = 'doomed' AND NEW.status = 'completed') EXECUTE FUNCTION refuse_update()");
+      }
+      await db.close();
+      const doomed = await h.submit({ taskName: "doomed" });
+      const fine = await h.submit({ taskName: "fine" });
+      h.driver.status(doomed.remote_task_id, completed(), completed());
+      h.driver.status(fine.remote_task_id, completed());
+      h.clock.advance(5);
+      expect(await h.service.runOnce()).toMatchObject({ claimed: 2, applied: 1, errors: 1 });
+      expect(await h.row(fine.id)).toMatchObject({ status: "completed" });
+      expect(await h.row(doomed.id)).toMatchObject({ status: "submitted", lease_owner: "worker-1" });
+      expect(h.logger.messages("error")).toEqual([
+        expect.stringMatching(new RegExp(`^Unexpected MCP task poll failure \\(task_id=${doomed.id}\\); the lease will expire for recovery: .*disk I/O error`)),
+      ]);
+      h.clock.advance(29);
+      expect((await h.service.runOnce()).claimed).toBe(0);
+      h.clock.advance(2);
+      expect((await h.service.runOnce()).claimed).toBe(1);
+    });
+
     test("polls run concurrently up to max_concurrent_polls; the rest wait for a later tick", async () => {
       const h = await setup({ settings: { max_concurrent_polls: 2 } });
       const tasks: TaskRecord[] = [];
@@ -537,6 +565,16 @@ describe.each(targets())("McpTaskService on $name", (target) => {
   });
 
   describe("lifecycle", () => {
+    test("the default lease owner is the host name and a random hex id, within 128 characters; a given one is checked", async () => {
+      const h = await setup();
+      const service = new McpTaskService({ store: h.store, drivers: h.drivers, settings: settings() });
+      expect(service.leaseOwner).toMatch(/^.+:[0-9a-f]{32}$/);
+      expect(service.leaseOwner.length).toBeLessThanOrEqual(128);
+      expect(new McpTaskService({ store: h.store, drivers: h.drivers, settings: settings() }).leaseOwner).not.toBe(service.leaseOwner);
+      expect(() => new McpTaskService({ store: h.store, drivers: h.drivers, settings: settings(), leaseOwner: "x".repeat(129) })).toThrow(RangeError);
+      expect(() => new McpTaskService({ store: h.store, drivers: h.drivers, settings: settings(), leaseOwner: " " })).toThrow(RangeError);
+    });
+
     test("a restart on the same database completes the task and delivers it once", async () => {
       const first = await setup();
       const task = await first.submit();

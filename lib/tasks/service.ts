@@ -129,9 +129,12 @@ export function defaultLeaseOwner(): string {
   return `${hostname().slice(0, MCP_TASK_LEASE_OWNER_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
+/** An error's message (else its name); read by shape, since drivers' native errors may come from another realm. */
 const errorText = (err: unknown): string => {
-  if (err instanceof Error) return err.message || err.name;
-  return typeof err === "string" && err !== "" ? err : "Error";
+  if (typeof err === "string") return err || "Error";
+  const { message, name } = (err ?? {}) as { message?: unknown; name?: unknown };
+  if (typeof message === "string" && message !== "") return message;
+  return typeof name === "string" && name !== "" ? name : "Error";
 };
 const boundedError = (err: unknown): string => cutCodePoints(errorText(err), MCP_TASK_ERROR_MAX_CHARS);
 const loggedError = (err: unknown): string => cutCodePoints(errorText(err), LOGGED_ERROR_MAX_CHARS);
