@@ -59,7 +59,7 @@ interface ScriptedSubmit {
   remoteTaskId: string;
   snapshot?: TaskSnapshot;
   driverData?: Record<string, unknown>;
-  /** Runs as the answer is returned (e.g. the caller aborts right then). */
+  /** Runs just before the answer is returned (e.g. the caller aborts then). */
   onReturn?: () => void;
 }
 
@@ -108,7 +108,11 @@ export class ScriptedDriver implements McpTaskDriver {
     this.#submitted += 1;
     const scripted = next ?? { remoteTaskId: `remote-${this.#submitted}` };
     this.clock.advance(this.callSeconds);
-    scripted.onReturn?.();
+    if (scripted.onReturn) {
+      scripted.onReturn();
+      // The answer arrives after the abort (one turn of the event loop later), as from a server that had already replied.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     return { remoteTaskId: scripted.remoteTaskId, snapshot: scripted.snapshot ?? new TaskSnapshot({ status: "submitted" }), driverData: scripted.driverData };
   }
 

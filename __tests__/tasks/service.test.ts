@@ -140,7 +140,7 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await h.service.listTasks("thread-1", "alice")).toEqual([first]);
     });
 
-    test("the caller aborting after the remote submit, before the row is written, cancels the remote task and surfaces the abort", async () => {
+    test("the caller aborting while the submit answer is on its way (before the row is written) cancels the remote task and surfaces the abort", async () => {
       const h = await setup();
       const caller = new AbortController();
       h.driver.nextSubmit({ remoteTaskId: "left-behind", onReturn: () => caller.abort() });
@@ -361,6 +361,19 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await next).toMatchObject({ claimed: 1, applied: 1 });
     });
 
+    test("the phases scan at the time they are given: what is due by then, leased until then plus lease_seconds", async () => {
+      const h = await setup({ settings: { lease_seconds: 120 } });
+      const task = await h.submit();
+      const later = new Date(h.clock.current.getTime() + 5_000);
+      expect(await h.service.claimDuePolls(h.clock.current)).toEqual([]);
+      const [claimed] = await h.service.claimDuePolls(later);
+      expect(claimed).toMatchObject({ id: task.id, lease_owner: "worker-1" });
+      expect(seconds(claimed.lease_expires_at, later)).toBe(120);
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      expect((await h.service.runCancellations(new Date(h.clock.current.getTime() - 1_000))).cancelled).toBe(0);
+      expect((await h.service.runCancellations(h.clock.current)).cancelled).toBe(1);
+    });
+
     test("the lease of a worker that claimed and vanished is recovered once it expires", async () => {
       const h = await setup({ settings: { lease_seconds: 120 } });
       const task = await h.submit();
@@ -430,10 +443,17 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       const tick = h.service.runOnce();
       await hold.started;
       await h.service.cancelTask(task.id, "thread-1", "alice");
+      // The same service's cancellation phase has meanwhile taken the row's lease for the remote cancel.
+      const cancelHold = new Hold();
+      h.driver.cancelWith(task.remote_task_id, cancelHold);
+      const cancelling = h.service.runCancellations();
+      await cancelHold.started;
+      expect((await h.row(task.id))!.lease_owner).toBe("worker-1");
       hold.answer(completed("too late"));
       expect(await tick).toMatchObject({ claimed: 1, applied: 0, discarded: 1 });
       expect(await h.row(task.id)).toMatchObject({ status: "submitted", result: null });
-      expect(await h.service.runOnce()).toMatchObject({ cancelled: 1 });
+      cancelHold.answer(cancelled());
+      expect(await cancelling).toMatchObject({ cancelled: 1 });
       expect(await h.row(task.id)).toMatchObject({ status: "cancelled", result: null });
     });
 
