@@ -129,9 +129,12 @@ export function defaultLeaseOwner(): string {
   return `${hostname().slice(0, MCP_TASK_LEASE_OWNER_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
+/** An error's message (else its name); read by shape, since drivers' native errors may come from another realm. */
 const errorText = (err: unknown): string => {
-  if (err instanceof Error) return err.message || err.name;
-  return typeof err === "string" && err !== "" ? err : "Error";
+  if (typeof err === "string") return err || "Error";
+  const { message, name } = (err ?? {}) as { message?: unknown; name?: unknown };
+  if (typeof message === "string" && message !== "") return message;
+  return typeof name === "string" && name !== "" ? name : "Error";
 };
 const boundedError = (err: unknown): string => cutCodePoints(errorText(err), MCP_TASK_ERROR_MAX_CHARS);
 const loggedError = (err: unknown): string => cutCodePoints(errorText(err), LOGGED_ERROR_MAX_CHARS);
@@ -601,18 +604,21 @@ export class McpTaskService {
   }
 
   /**
-   * One remote call, with a signal aborted by `stop()` (and by `caller`, if given). It settles when aborted even
-   * if the driver ignores its signal; after a stop it rejects with `McpTaskServiceStoppedError`.
+   * One remote call with a signal aborted by `stop()` and by `caller`. A stop settles it at once even if the
+   * driver ignores its signal (rejecting with `McpTaskServiceStoppedError`); the caller's abort is only passed
+   * on, so an answer that was already on its way (a submit's remote id) still comes back to be compensated.
    */
   async #remote<T>(call: (options: DriverCallOptions) => Promise<T>, caller?: AbortSignal): Promise<T> {
     this.#assertRunning();
-    const either = new AbortController();
-    const unsubscribe = [onAbort(this.#stop.signal, () => either.abort(this.#stop.signal.reason))];
-    if (caller) unsubscribe.push(onAbort(caller, () => either.abort(caller.reason)));
-    try {
-      return await withDeadline(async (signal) => call({ signal }), null, either.signal);
-    } finally {
-      for (const off of unsubscribe) off();
-    }
+    return withDeadline(async (stopSignal) => {
+      if (!caller) return call({ signal: stopSignal });
+      const either = new AbortController();
+      const offs = [onAbort(stopSignal, () => either.abort(stopSignal.reason)), onAbort(caller, () => either.abort(caller.reason))];
+      try {
+        return await call({ signal: either.signal });
+      } finally {
+        for (const off of offs) off();
+      }
+    }, null, this.#stop.signal);
   }
 }
