@@ -48,7 +48,10 @@ const NPX_TRIPWIRE_KEYS: ReadonlyMap<string, string> = new Map([
   ["print", "--print"],
   ["node-arg", "--node-arg"],
 ]);
-/** Real npm options that are prefixes of an exec option's name: exact names, so nopt never expands them. */
+/**
+ * Real npm options that are prefixes of an exec option's name, or spelled with one-letter shorthands only
+ * (npm 11: `ca`): exact names, so nopt neither expands nor splits them.
+ */
 const NPM_EXACT_NON_EXEC = new Set(["ca"]);
 
 /** npm 11 one-letter shorthands (`@npmcli/config` definitions); a cluster of these is expanded letter by letter. */
@@ -146,6 +149,7 @@ export function npxExecFlag(token: string): string | null {
   if (key === "c") return "-c";
   const exact = NPM_EXEC_OPTIONS.find((option) => option.name === key);
   if (exact !== undefined) return exact.flag;
+  if (NPM_EXACT_NON_EXEC.has(key)) return null;
   const shorthand = NPM_SHORTHANDS.get(key);
   if (shorthand !== undefined) return execOfLongNames(shorthand);
   if (key.length > 1 && [...key].every((ch) => NPM_SINGLE_SHORTHANDS.has(ch))) {
@@ -259,8 +263,8 @@ const CODE_RUNNER_NAMES = new Set(
     "ipython bpython hy rscript r julia ghci runghc swift scala kotlin jshell jrunscript java osascript pwsh powershell cmd"
   ).split(" "),
 );
-/** Interpreter names with a version suffix: python3, python3.12, pypy3.10, cpython3.12, perl5.36, ruby3.2, php8.2, lua5.4. */
-const VERSIONED_RUNNER = /^(?:python|pypy|cpython|graalpy|perl|ruby|php|lua|node|tclsh|wish)[0-9][0-9.]*[a-z]?$/;
+/** Interpreter names, bare or with a version suffix: python, python3, python3.12, pypy3.10, cpython3.12, perl5.36, ruby3.2, php8.2, lua5.4. */
+const VERSIONED_RUNNER = /^(?:python|pypy|cpython|graalpy|perl|ruby|php|lua|node|tclsh|wish)(?:[0-9][0-9.]*[a-z]?)?$/;
 
 /**
  * Whether a launcher's command token names a program that runs code given in its arguments. The token
