@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { parseJsonDocument } from "../config/json";
 import { CONFIG_FILE_NAMES, CONFIG_PATH_ENV_VAR, configSearchDirs, resolveExtensionsConfigPath } from "../config/path";
@@ -55,6 +55,7 @@ export class ConfigFile {
   async update(mutate: (raw: Record<string, unknown>, path: string) => Record<string, unknown> | Promise<Record<string, unknown>>): Promise<RawConfig> {
     const path = this.writePath();
     const target = await resolveWriteTarget(path);
+    await mkdir(nodePath.dirname(target), { recursive: true }); // the lock file lives there
     return withConfigWriteLock(
       target,
       async () => {

@@ -1,4 +1,5 @@
 import { formatIssuePath } from "../config/errors";
+import { McpOAuthSchema } from "../config/schema";
 
 /**
  * Masking of the config the HTTP API shows (SPEC §8.1, inventory §P 54–55), applied to the RAW file
@@ -7,7 +8,8 @@ import { formatIssuePath } from "../config/errors";
  *
  * Shown as `"***"`: every `env` and `headers` value, every `user_auth.users` value, and the value of any
  * key whose name looks sensitive (camelCase and kebab-case normalised to snake_case first), at any
- * depth. `oauth.client_secret` / `oauth.refresh_token` are shown as `null`. `headers_from_context` holds
+ * depth (the OAuth block's declared settings such as `token_url` excepted). `oauth.client_secret` /
+ * `oauth.refresh_token` are shown as `null`. `headers_from_context` holds
  * names only and is shown as it is.
  *
  * On PUT, `"***"` in one of those places restores the stored raw value of the same server, or is a 400
@@ -20,6 +22,8 @@ export const MASK = "***";
 const SENSITIVE_KEY =
   /(^|_)(api_key|api_keys|apikey|access_key|private_key|client_secret|secret|secrets|token|tokens|password|passwords|passwd|credential|credentials|authorization|bearer|cookie|passphrase|auth)(_|$)/;
 const OAUTH_SECRETS = ["client_secret", "refresh_token"] as const;
+/** The OAuth block's declared fields other than the two secrets name settings, not credentials (`token_url`, `token_field`, …). */
+const OAUTH_SETTINGS = new Set(Object.keys(McpOAuthSchema.shape).filter((key) => !(OAUTH_SECRETS as readonly string[]).includes(key)));
 /** Server fields whose every value is masked. */
 const VALUE_MAPS = ["env", "headers"] as const;
 
@@ -56,7 +60,10 @@ export function maskServer(server: unknown): unknown {
     if ((VALUE_MAPS as readonly string[]).includes(key) && isRecord(value)) return mapEntries(value, () => MASK);
     if (key === "headers_from_context") return value;
     if (key === "oauth" && isRecord(value)) {
-      return mapEntries(value, (field, item) => ((OAUTH_SECRETS as readonly string[]).includes(field) ? null : maskNested(field, item)));
+      return mapEntries(value, (field, item) => {
+        if ((OAUTH_SECRETS as readonly string[]).includes(field)) return null;
+        return OAUTH_SETTINGS.has(field) ? maskWalk(item) : maskNested(field, item);
+      });
     }
     if (key === "user_auth" && isRecord(value)) {
       return mapEntries(value, (field, item) => (field === "users" && isRecord(item) ? mapEntries(item, () => MASK) : maskNested(field, item)));
@@ -97,7 +104,11 @@ export function restoreServer(server: unknown, stored: unknown, path: readonly (
     if (key === "oauth" && isRecord(value)) {
       const storedOAuth = isRecord(storedValue) ? storedValue : {};
       return mapEntries(value, (field, item) => {
-        if (!(OAUTH_SECRETS as readonly string[]).includes(field)) return restoreNested(field, item, ownValue(storedOAuth, field), [...at, field]);
+        if (!(OAUTH_SECRETS as readonly string[]).includes(field)) {
+          return OAUTH_SETTINGS.has(field)
+            ? restoreWalk(item, ownValue(storedOAuth, field), [...at, field])
+            : restoreNested(field, item, ownValue(storedOAuth, field), [...at, field]);
+        }
         if (item === "") return null;
         if (item === null || item === MASK) {
           const kept = ownValue(storedOAuth, field);
