@@ -35,7 +35,7 @@ export class ConfigLockTimeoutError extends Error {
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_STALE_MS = 30_000;
 const FIRST_RETRY_MS = 1;
-const MAX_RETRY_MS = 25;
+const MAX_RETRY_MS = 8;
 
 const processLocks = new Map<string, Promise<void>>();
 
