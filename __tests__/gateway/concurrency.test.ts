@@ -53,9 +53,14 @@ describe("config writes under concurrency", () => {
       }
     })();
 
-    const [mine, theirs] = await Promise.all([runWriters(link, "parent", WRITERS_PER_PROCESS, OPS_PER_WRITER), childWriters(link)]);
-    writing = false;
-    await reader;
+    let mine: WriterSummary;
+    let theirs: WriterSummary;
+    try {
+      [mine, theirs] = await Promise.all([runWriters(link, "parent", WRITERS_PER_PROCESS, OPS_PER_WRITER), childWriters(link)]);
+    } finally {
+      writing = false;
+      await reader;
+    }
 
     expect(invalid).toEqual([]);
     expect(reads).toBeGreaterThan(0);

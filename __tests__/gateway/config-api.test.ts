@@ -113,6 +113,8 @@ describe("PUT /api/mcp/config", () => {
       [(b) => void (b.mcp_servers.fresh = { url: "https://x.example/mcp", headers: { Authorization: "***" } }), "mcp_servers.fresh.headers.Authorization"],
       [(b) => void ((b.mcp_servers.docs.user_auth as { users: Record<string, string> }).users.bob = "***"), "mcp_servers.docs.user_auth.users.bob"],
       [(b) => void (b.mcp_servers.docs.password = "***"), "mcp_servers.docs.password"],
+      [(b) => void (b.mcp_servers.github.env = { toString: "***" }), "mcp_servers.github.env.toString"],
+      [(b) => void (b.mcp_servers.docs.constructor_token = "***"), "mcp_servers.docs.constructor_token"],
       [(b) => void ((b.mcp_servers.github as Record<string, unknown>).oauth = { token_url: "https://t", client_secret: "***" }), "mcp_servers.github.oauth.client_secret"],
     ];
     for (const [edit, field] of cases) {
@@ -214,6 +216,7 @@ describe("PATCH /api/mcp/config", () => {
 
   test("enabling a server the schema refuses is a 400 naming the field; no file is a 404", async () => {
     const { call } = await setup({}, { mcpServers: { broken: { enabled: false, command: "npx", args: ["-y", "pkg"], session_init_timeout: -1 } } });
+    expect((await call("PATCH", "/api/mcp/config", { server_name: "broken", enabled: false })).status).toBe(200);
     const response = await call("PATCH", "/api/mcp/config", { server_name: "broken", enabled: true });
     expect(response.status).toBe(400);
     expect(response.json.detail).toContain("mcpServers.broken.session_init_timeout");

@@ -76,6 +76,7 @@ const VECTORS: [string, Vector][] = [
   // stricter than the original: npx as npm really parses it
   ["an unknown option does not swallow -c", { server: npx("--unknown", "-c", "evil", "pkg"), verdict: flag("-c") }],
   ["…nor -c=code", { server: npx("--unknown", "-c=evil", "pkg"), verdict: flag("-c") }],
+  ["…nor the option that takes the package as its value", { server: npx("--unknown", "--registry", "pkg", "-c", "x"), verdict: flag("-c") }],
   ["cluster -yc", { server: npx("-yc", "evil", "pkg"), verdict: flag("-c") }],
   ["cluster with two dashes --yc", { server: npx("--yc", "evil", "pkg"), verdict: flag("-c") }],
   ["cluster -ac", { server: npx("-ac", "evil", "pkg"), verdict: flag("-c") }],
@@ -230,6 +231,7 @@ describeWithNpm("validateStdioLaunch: npx vectors against npm's real parser", ()
   test.each([
     ["--unknown", "-c", "evil", "pkg"],
     ["--unknown", "-c=evil", "pkg"],
+    ["--unknown", "--registry", "pkg", "-c", "x"],
     ["-yc", "evil", "pkg"],
     ["--yc", "evil", "pkg"],
     ["-call", "evil", "pkg"],

@@ -132,6 +132,16 @@ describe("the sidecar file lock", () => {
     expect(await readFile(lockPathOf(file), "utf8")).toBe(live);
   });
 
+  test("releasing never removes a lock that is no longer ours (ours was judged stale and another process took over)", async () => {
+    const dir = await makeTempDir("gateway-lock-");
+    const file = await writeConfig(dir, {});
+    const theirs = JSON.stringify({ pid: process.pid, host: hostname(), token: "took-over", at: Date.now() });
+    await withConfigWriteLock(file, async () => {
+      await writeFile(lockPathOf(file), theirs);
+    });
+    expect(await readFile(lockPathOf(file), "utf8")).toBe(theirs);
+  });
+
   test("in one process, writers queue on the process lock: each read-modify-write sees the previous one", async () => {
     const dir = await makeTempDir("gateway-lock-");
     const file = await writeConfig(dir, { count: 0 });
