@@ -165,6 +165,23 @@ describe("PUT /api/mcp/config", () => {
     expect((await readFile(file)).equals(before)).toBe(true);
   });
 
+  test("a body above maxBodyBytes is a 413, with or without a declared length; nothing is written", async () => {
+    const { app, file } = await setup({ maxBodyBytes: 200 });
+    const before = await readFile(file);
+    const big = JSON.stringify({ mcp_servers: { a: { url: `https://x.example/${"p".repeat(400)}` } } });
+    const declared = await app.request("/api/mcp/config", { method: "PUT", body: big, headers: { "content-length": String(big.length) } });
+    expect(declared.status).toBe(413);
+    const stream = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(big));
+        controller.close();
+      },
+    });
+    const streamed = await app.request("/api/mcp/config", { method: "PUT", body: stream, duplex: "half" } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect((await readFile(file)).equals(before)).toBe(true);
+  });
+
   test("every enabled stdio server is screened by the launch policy, as written and as its $VARs resolve here", async () => {
     const { call, file } = await setup({ env: { ...ENV, HIDDEN_FLAG: "-c" } });
     const before = await readFile(file);
@@ -224,6 +241,9 @@ describe("PATCH /api/mcp/config", () => {
     const app = createGatewayApp({ cwd: dir, env: {}, authorize: () => ADMIN });
     const none = await app.request("/api/mcp/config", { method: "PATCH", body: JSON.stringify({ server_name: "x", enabled: true }) });
     expect(none.status).toBe(404);
+    const explicit = createGatewayApp({ configPath: path.join(dir, "sub", "x.json"), env: {}, authorize: () => ADMIN });
+    const missing = await explicit.request("/api/mcp/config", { method: "PATCH", body: JSON.stringify({ server_name: "x", enabled: false }) });
+    expect(missing.status).toBe(404);
     expect(await readdir(dir)).toEqual([]);
   });
 });

@@ -100,6 +100,8 @@ const VECTORS: [string, Vector][] = [
   ["npx -- bash", { server: npx("--", "bash"), verdict: RUNNER }],
   ["npx npx -c (nested launcher)", { server: npx("npx", "-c", "x"), verdict: RUNNER }],
   ["npx env", { server: npx("env", "sh"), verdict: RUNNER }],
+  ["an unknown option's value is npm's command: --foo sh -- -c", { server: npx("--foo", "sh", "--", "-c", "id"), verdict: RUNNER }],
+  ["…also with options between: --foo sh -y -- -c", { server: npx("--foo", "sh", "-y", "--", "-c", "id"), verdict: RUNNER }],
   ["npx without a package", { server: npx("-y"), verdict: NO_PACKAGE }],
   ["npx without args", { server: cmd("npx"), verdict: NO_PACKAGE }],
   ["npx @scope/node is a package", { server: npx("-y", "@scope/node", "-e", "x"), verdict: "ok" }],
@@ -221,6 +223,15 @@ if (!existsSync(path.join(NPM_ROOT, "bin", "npx-cli.js"))) {
 }
 
 describeWithNpm("validateStdioLaunch: npx vectors against npm's real parser", () => {
+  test.each([
+    ["--foo", "sh", "--", "-c", "id"],
+    ["--foo", "sh", "-y", "--", "-c", "id"],
+    ["-y", "sh", "-c", "id"],
+  ])("npm runs a shell for %j, and the policy refuses it", (...args: string[]) => {
+    expect(npxAsNpmParsesIt(NPM_ROOT, args).remain[0]).toBe("sh");
+    expect(validateStdioLaunch(npx(...args), { env: {} })).toContain("runs a shell, interpreter or command wrapper");
+  });
+
   const npxVectors = VECTORS.filter(([, v]) => v.server.command === "npx" && Array.isArray(v.server.args));
 
   test.each(npxVectors.filter(([, v]) => v.verdict === "ok"))("allowed, and npm runs no code option: %s", (_label, { server }) => {

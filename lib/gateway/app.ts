@@ -1,4 +1,5 @@
 import { Hono, type Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { resolveEnvReferences } from "../config/env";
 import { ConfigJsonSyntaxError, ConfigValidationError, shownKey } from "../config/errors";
@@ -105,13 +106,21 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
     await next();
   });
 
+  const limit = bodyLimit({
+    maxSize: maxBodyBytes,
+    onError: () => {
+      throw new GatewayHttpError(413, `request body is larger than ${maxBodyBytes} bytes`);
+    },
+  });
+  app.use("/api/mcp/config", async (c, next) => (c.req.method === "GET" ? next() : limit(c, next)));
+
   app.get("/api/mcp/config", async (c) => {
     const { raw } = await file.read();
     return c.json({ mcp_servers: maskServers(raw.mcpServers) });
   });
 
   app.put("/api/mcp/config", async (c) => {
-    const body = await readJsonBody(c, maxBodyBytes);
+    const body = await readJsonBody(c);
     const { field, servers } = serversOfPutBody(body);
     const written = await file.update((current) => {
       const restored = restoreOrReject(servers, current.mcpServers, field);
@@ -124,7 +133,7 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
   });
 
   app.patch("/api/mcp/config", async (c) => {
-    const body = await readJsonBody(c, maxBodyBytes);
+    const body = await readJsonBody(c);
     const parsed = PatchBodySchema.safeParse(body);
     if (!parsed.success) throw new GatewayHttpError(400, describeIssues(parsed.error.issues, []));
     const { server_name: name, enabled } = parsed.data;
@@ -169,11 +178,9 @@ async function resetToolkit(toolkit: GatewayToolkit | undefined, logger: Logger)
   }
 }
 
-async function readJsonBody(c: Context, maxBytes: number): Promise<unknown> {
-  const declared = Number(c.req.header("content-length") ?? "0");
-  if (declared > maxBytes) throw new GatewayHttpError(413, `request body is larger than ${maxBytes} bytes`);
+/** The body as JSON; its size is bounded by the `bodyLimit` middleware, also for a body sent without a length. */
+async function readJsonBody(c: Context): Promise<unknown> {
   const bytes = new Uint8Array(await c.req.arrayBuffer());
-  if (bytes.byteLength > maxBytes) throw new GatewayHttpError(413, `request body is larger than ${maxBytes} bytes`);
   try {
     return parseJsonDocument(new TextDecoder().decode(bytes), "request body");
   } catch (err) {

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { parseJsonDocument } from "../config/json";
@@ -29,16 +30,16 @@ export interface RawConfig {
 export class ConfigFile {
   constructor(private readonly options: ConfigFileOptions = {}) {}
 
-  /** The existing file (SPEC §2.3), or `null`; an explicit path that does not exist counts as none here. */
+  /** The existing file (SPEC §2.3), or `null` (an explicit path that does not exist yet counts as none here). */
   locate(): string | null {
     const explicit = this.explicitPath();
-    if (explicit !== null) return explicit;
+    if (explicit !== null) return existsSync(explicit) ? explicit : null;
     return resolveExtensionsConfigPath({ env: {}, cwd: this.options.cwd });
   }
 
   /** Where a write goes: the explicit path (option, then MCP_HARNESS_CONFIG), else the file found, else `<cwd>/extensions_config.json`. */
   writePath(): string {
-    return this.locate() ?? nodePath.join(configSearchDirs(this.cwd())[0], CONFIG_FILE_NAMES[0]);
+    return this.explicitPath() ?? this.locate() ?? nodePath.join(configSearchDirs(this.cwd())[0], CONFIG_FILE_NAMES[0]);
   }
 
   async read(): Promise<RawConfig> {

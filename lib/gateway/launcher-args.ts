@@ -17,7 +17,10 @@
  * - `--shell` becomes `--script-shell`: the shell npm runs the package's bin (and `--call`) with.
  *   `--node-options` sets NODE_OPTIONS for it. Both run code, so both are exec options here.
  * - Every `-`-token of the region is screened, also one taken as an option's value: whether nopt then
- *   reads it as an option depends on the value's type, so it is refused rather than guessed.
+ *   reads it as an option depends on the value's type, so it is refused rather than guessed. Likewise a
+ *   value npx-cli skipped is a positional for nopt when the option is unknown or boolean, and the first
+ *   positional is what npm runs (`npx --foo sh -- -c CODE` runs `sh -c CODE`): such a value is checked
+ *   against the command denylist too.
  * - The token after the options is not always a package: when no package in the tree has that bin,
  *   npx runs a program of that name from npm's global bin folder through `sh -c` (`npx sh -c CODE`,
  *   `npx node -e CODE` and `npx python3 -c CODE` all run code; verified with npm 11.19 --offline). So
@@ -200,6 +203,9 @@ export function scanNpxArgs(args: readonly string[]): LauncherScan {
       if (taken.startsWith("-")) {
         const hidden = npxExecFlag(taken);
         if (hidden !== null) return { execFlag: hidden, command: null, rest: [] };
+      } else if (isCodeRunnerName(taken)) {
+        // nopt reads an unknown or boolean option without its value, so this token can be npm's command.
+        return { execFlag: null, command: taken, rest: tokens.slice(i + 2) };
       }
       i += 2;
     } else {
