@@ -45,3 +45,15 @@ export {
   type TaskReference,
   type TaskSubmission,
 } from "./tasks";
+export {
+  adminTokenAuthorize,
+  createGatewayApp,
+  stdioAllowlist,
+  validateStdioLaunch,
+  type GatewayAppOptions,
+  type GatewayAuthorize,
+  type GatewayToolkit,
+  type GatewayUser,
+  type StdioLaunchOptions,
+  type StdioLaunchServer,
+} from "./gateway";

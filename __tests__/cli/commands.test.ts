@@ -42,6 +42,9 @@ function io(opts: { env?: NodeJS.ProcessEnv; cwd?: string; interactive?: boolean
 }
 
 const linesOf = (chunks: string[]) => chunks.join("\n").split("\n");
+/** Fixture servers run node by path, which the HTTP API's launch policy refuses: check warns about them. */
+const POLICY_WARNING = "warning: stdio launch policy of the HTTP API would refuse this entry: ";
+const withoutPolicyWarnings = (lines: string[]) => lines.filter((l) => !l.startsWith(POLICY_WARNING));
 
 interface Run {
   code: number;
@@ -156,7 +159,7 @@ describe("mcp-harness check", () => {
     const file = await brokenConfig(dir);
     const tty = io({ interactive: true });
     expect(await runCli(["check", file], tty)).toBe(1);
-    const progress = linesOf(tty.stderr).filter((l) => !l.startsWith("error: "));
+    const progress = withoutPolicyWarnings(linesOf(tty.stderr)).filter((l) => !l.startsWith("error: "));
     expect(progress[0]).toBe("checking 5 enabled server(s)…");
     expect(progress.slice(1).map((l) => l.replace(/^ {2}\[\d\/5\] /, "")).sort()).toEqual([
       "exits (stdio): failed",
@@ -169,7 +172,7 @@ describe("mcp-harness check", () => {
 
     const pipe = io({ interactive: false });
     await runCli(["check", file], pipe);
-    expect(linesOf(pipe.stderr).filter((l) => !l.startsWith("error: "))).toEqual([]);
+    expect(withoutPolicyWarnings(linesOf(pipe.stderr)).filter((l) => !l.startsWith("error: "))).toEqual([]);
     const json = io({ interactive: true });
     await runCli(["check", file, "--json"], json);
     expect(json.stderr).toEqual([]);
@@ -181,7 +184,8 @@ describe("mcp-harness check", () => {
     const env = { CLI_TEST_SECRET_COMMAND: SECRET };
     const out = io({ env });
     expect(await runCli(["check", file], out)).toBe(1);
-    expect(out.stderr).toEqual(["error: server 'secretive' (stdio) cannot start: spawn [redacted] ENOENT"]);
+    expect(withoutPolicyWarnings(out.stderr)).toEqual(["error: server 'secretive' (stdio) cannot start: spawn [redacted] ENOENT"]);
+    expect(out.stderr.join("\n")).not.toContain(SECRET);
     const json = io({ env });
     await runCli(["check", file, "--json"], json);
     expect(json.stdout.join("\n")).not.toContain(SECRET);
@@ -194,10 +198,39 @@ describe("mcp-harness check", () => {
     const out = io({ interactive: true });
     expect(await runCli(["check", file, "--offline"], out)).toBe(0);
     expect(http.requests.length).toBe(before);
-    expect(out.stderr).toEqual([]);
+    expect(withoutPolicyWarnings(out.stderr)).toEqual([]);
     expect(out.stdout.join("\n")).toMatch(/ghost\s+stdio\s+true\s+not checked \(--offline\)/);
     expect(out.stdout.join("\n")).toMatch(/\.\/interceptors\/missing\.js:build\s+not checked \(--offline\)/);
     expect(linesOf(out.stdout).at(-1)).toBe("config OK (offline: servers and interceptors were not tried)");
+  });
+
+  test("check warns (exit 0) about enabled file servers the HTTP API's stdio launch policy would refuse; remote and disabled entries are not screened", async () => {
+    const dir = await makeTempDir("cli-");
+    const file = await writeConfig(dir, {
+      mcpServers: {
+        good: { command: "npx", args: ["-y", "@scope/server"] },
+        shell: { command: "bash", args: ["-c", "echo hi"] },
+        exec: { command: "npx", args: ["-p", "pkg", "-c", "evil"] },
+        injected: { command: "uvx", args: ["tool"], env: { node_options: "--require x" } },
+        remote: { url: "http://127.0.0.1:9/mcp", args: ["-c"], env: { LD_PRELOAD: "x" } },
+        off: { enabled: false, command: "/bin/sh" },
+      },
+    });
+    const out = io();
+    expect(await runCli(["check", file, "--offline"], out)).toBe(0);
+    expect(out.stderr).toEqual([
+      `${POLICY_WARNING}MCP server 'shell' uses a stdio command that is not allowed. Allowed commands: npx, uvx. Configure MCP_HARNESS_STDIO_ALLOWLIST to extend this list.`,
+      `${POLICY_WARNING}MCP server 'exec' passes '-c' to 'npx', which would run arbitrary code. Point the server at a package or module instead.`,
+      `${POLICY_WARNING}MCP server 'injected' sets environment variable 'NODE_OPTIONS', which would run arbitrary code at process startup.`,
+    ]);
+    const json = io({ env: { MCP_HARNESS_STDIO_ALLOWLIST: "bash" } });
+    expect(await runCli(["check", file, "--offline", "--json"], json)).toBe(0);
+    const report = JSON.parse(json.stdout.join("\n"));
+    expect(report.warnings).toEqual([
+      `stdio launch policy of the HTTP API would refuse this entry: MCP server 'shell' passes '-c' to 'bash', which would run arbitrary code. Point the server at a package or module instead.`,
+      `stdio launch policy of the HTTP API would refuse this entry: MCP server 'exec' passes '-c' to 'npx', which would run arbitrary code. Point the server at a package or module instead.`,
+      `stdio launch policy of the HTTP API would refuse this entry: MCP server 'injected' sets environment variable 'NODE_OPTIONS', which would run arbitrary code at process startup.`,
+    ]);
   });
 
   test("the bundled example config passes check --offline", async () => {
@@ -223,7 +256,7 @@ describe("mcp-harness check", () => {
     expect(await runCli(["check", file, "--offline"], table)).toBe(1);
     expect(table.stdout.join("\n")).toMatch(/gh\s+stdio\s+true\s+skipped/);
     expect(table.stdout.join("\n")).toMatch(/docs\s+http\s+true\s+skipped/);
-    expect(table.stderr).toEqual([
+    expect(withoutPolicyWarnings(table.stderr)).toEqual([
       "error: server 'gh' (stdio) not started: references unset environment variable(s) CLI_TEST_UNSET_TOKEN",
       "error: server 'docs' (http) not started: references unset environment variable(s) CLI_TEST_UNSET_DOCS",
     ]);

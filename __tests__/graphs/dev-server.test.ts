@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import * as path from "node:path";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -15,6 +16,16 @@ const GITIGNORE = path.join(ROOT, ".gitignore");
 const READY_DEADLINE_MS = 90_000;
 const RUN_DEADLINE_MS = 60_000;
 const TOOLKIT_PRESENT = existsSync(path.join(ROOT, "lib", "index.ts"));
+const ADMIN_TOKEN = "dev-server-test-admin-token";
+
+/** A copy of the demo config the gateway may rewrite (its `cwd` made absolute so the copy finds the server). */
+function demoConfigCopy(): string {
+  const demo = JSON.parse(readFileSync(path.join(ROOT, "graphs", "demo", "extensions_config.json"), "utf8"));
+  demo.mcpServers.demo.cwd = path.join(ROOT, "graphs", "demo");
+  const file = path.join(mkdtempSync(path.join(tmpdir(), "dev-server-config-")), "extensions_config.json");
+  writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`);
+  return file;
+}
 
 jest.setTimeout(READY_DEADLINE_MS + RUN_DEADLINE_MS + 30_000);
 
@@ -54,7 +65,10 @@ async function startDevServer(): Promise<ServerHandle> {
     ...process.env,
     LANGGRAPH_CLI_NO_ANALYTICS: "1",
     BROWSER: "none",
-    MCP_HARNESS_CONFIG: process.env.MCP_HARNESS_CONFIG ?? "graphs/demo/extensions_config.json",
+    MCP_HARNESS_CONFIG: process.env.MCP_HARNESS_CONFIG ?? demoConfigCopy(),
+    // The gateway's config endpoints (graphs/http.ts), and `node` (the demo server) allowed for re-enabling.
+    MCP_HARNESS_ADMIN_TOKEN: ADMIN_TOKEN,
+    MCP_HARNESS_STDIO_ALLOWLIST: "node",
     PORT: String(port),
     // Belt and braces for "offline": no LangSmith tracing, and the scripted model rather than a provider.
     LANGSMITH_TRACING: "false",
@@ -124,11 +138,11 @@ async function stopDevServer(handle: ServerHandle): Promise<void> {
   killGroup("SIGKILL");
 }
 
-async function api<T>(method: string, route: string, body?: unknown): Promise<T> {
+async function api<T>(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   if (!server) throw new Error("server not started");
   const res = await fetch(`${server.baseUrl}${route}`, {
     method,
-    headers: body === undefined ? undefined : { "content-type": "application/json" },
+    headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
     signal: AbortSignal.timeout(RUN_DEADLINE_MS),
   });
@@ -192,5 +206,29 @@ describe("langgraphjs dev (npm start)", () => {
     const toolMessages = messages.filter((m) => m.type === "tool");
     expect(toolMessages.map((m) => messageText(m.content))).toContain("hi");
     expect(messageText(messages.at(-1)?.content)).toMatch(/^Tool demo_echo returned: hi/);
+  });
+
+  (TOOLKIT_PRESENT ? it : it.skip)("serves the gateway beside the LangGraph API: config endpoints need the admin token, and a PATCH changes the next run's tools", async () => {
+    if (!server) throw new Error("server not started");
+    const anonymous = await fetch(`${server.baseUrl}/api/mcp/config`, { signal: AbortSignal.timeout(10_000) });
+    expect(anonymous.status).toBe(401);
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const config = await api<{ mcp_servers: Record<string, { command?: string }> }>("GET", "/api/mcp/config", undefined, admin);
+    expect(config.mcp_servers.demo.command).toBe("node");
+
+    const runText = async () => {
+      const thread = await api<{ thread_id: string }>("POST", "/threads", {});
+      const run = await api<{ run_id: string }>("POST", `/threads/${thread.thread_id}/runs`, {
+        assistant_id: "agent",
+        input: { messages: [{ role: "user", content: 'please echo {"text":"hi"}' }] },
+      });
+      await api<unknown>("GET", `/threads/${thread.thread_id}/runs/${run.run_id}/join`);
+      const state = await api<{ values: { messages?: StoredMessage[] } }>("GET", `/threads/${thread.thread_id}/state`);
+      return messageText(state.values.messages?.at(-1)?.content);
+    };
+    await api<unknown>("PATCH", "/api/mcp/config", { server_name: "demo", enabled: false }, admin);
+    expect(await runText()).toMatch(/no tools are available/);
+    await api<unknown>("PATCH", "/api/mcp/config", { server_name: "demo", enabled: true }, admin);
+    expect(await runText()).toMatch(/^Tool demo_echo returned: hi/);
   });
 });

@@ -1,5 +1,6 @@
 import type { LoadedExtensionsConfig, McpRouting, McpTransportType } from "../config";
 import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
+import { validateStdioLaunch } from "../gateway";
 import { probeServers, type ServerProbe } from "../mcp";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
@@ -61,6 +62,23 @@ async function checkInterceptors(specs: readonly string[], path: string | null):
   return reports;
 }
 
+/**
+ * The HTTP API's stdio launch policy (SPEC §8.3) applied to the file's enabled servers: the file may say
+ * anything, so a miss is a warning, not a failure.
+ */
+function launchPolicyWarnings(loaded: LoadedExtensionsConfig, env: NodeJS.ProcessEnv): string[] {
+  const servers = loaded.raw.mcpServers;
+  if (typeof servers !== "object" || servers === null || Array.isArray(servers)) return [];
+  const warnings: string[] = [];
+  for (const [name, server] of Object.entries(servers as Record<string, unknown>)) {
+    if (typeof server !== "object" || server === null || Array.isArray(server)) continue;
+    if ((server as { enabled?: unknown }).enabled === false) continue;
+    const reason = validateStdioLaunch(server, { name, env });
+    if (reason !== null) warnings.push(`stdio launch policy of the HTTP API would refuse this entry: ${reason}`);
+  }
+  return warnings;
+}
+
 /** Tries every enabled server; on a terminal, one progress line per server as it finishes. */
 async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress: boolean): Promise<Map<string, ServerProbe>> {
   const enabled = Object.values(loaded.config.mcpServers).filter((s) => s.enabled).length;
@@ -112,6 +130,7 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
     return allowEmpty ? 0 : 1;
   }
 
+  const warnings = [...loaded.warnings, ...launchPolicyWarnings(loaded, io.env)];
   const specs = interceptorSpecs(loaded.config.mcpInterceptors);
   const progress = Boolean(io.interactive) && !json && !offline;
   const [probes, interceptors] = offline
@@ -156,7 +175,7 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
   const ok = failures.length === 0;
 
   if (json) {
-    report({ ok, path: loaded.path, offline, servers, interceptors, failures, warnings: loaded.warnings, skipped: loaded.skipped });
+    report({ ok, path: loaded.path, offline, servers, interceptors, failures, warnings, skipped: loaded.skipped });
     return ok ? 0 : 1;
   }
   io.out(`config: ${loaded.path}`);
@@ -175,7 +194,7 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
     io.out("");
     io.out(renderTable(["interceptor", "status"], interceptors.map((i) => [i.spec, i.status === "unchecked" ? "not checked (--offline)" : i.status])));
   }
-  for (const warning of loaded.warnings) io.err(`warning: ${warning}`);
+  for (const warning of warnings) io.err(`warning: ${warning}`);
   for (const failure of failures) io.err(`error: ${failure}`);
   if (ok) io.out(offline ? "config OK (offline: servers and interceptors were not tried)" : "config OK");
   else io.out(`check failed: ${failures.length} problem(s)`);

@@ -242,7 +242,8 @@ function issueMessage(issue: z.core.$ZodIssue): string {
   }
 }
 
-function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
+/** A zod issue as a config issue: its JSON path and a message that never quotes a value. */
+export function toConfigIssue(issue: z.core.$ZodIssue): ConfigIssue {
   return { path: formatIssuePath(issue.path), message: issueMessage(issue) };
 }
 
