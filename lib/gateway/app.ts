@@ -11,6 +11,7 @@ import { ConfigFile } from "./config-file";
 import { ConfigLockTimeoutError, type FileLockOptions } from "./file-lock";
 import { validateStdioLaunch } from "./launch-policy";
 import { isRecord, MaskedValueError, maskServers, restoreMaskedServers } from "./masking";
+import { registerTaskRoutes, type GatewayTaskRuntime } from "./task-routes";
 import type { WriteStep } from "./write";
 
 /** Who is calling, as the `authorize` hook decides. */
@@ -36,11 +37,14 @@ export interface GatewayAppOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   /**
-   * The durable task runtime for the task routes of SPEC §8.4. Accepted now; the task routes are not
-   * registered yet (see `registerTaskRoutes` in this module).
+   * The durable task runtime (`createTaskRuntime`) for the task routes of SPEC §8.4; without one, or while it is
+   * stopped, they answer 503.
    */
-  taskRuntime?: unknown;
-  /** Guards the config endpoints (admin only). Without it they answer 403. */
+  taskRuntime?: GatewayTaskRuntime;
+  /**
+   * Guards the config endpoints (admin only; without it they answer 403) and names the caller of the task routes
+   * (any authenticated user; without it, the LangGraph server's authenticated user, else 401).
+   */
   authorize?: GatewayAuthorize;
   logger?: Logger;
   /** Waiting for and breaking the sidecar file lock. */
@@ -158,15 +162,31 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
     return c.json({ success: true, message: "MCP tools cache reset. Tools will reload on next use." });
   });
 
-  registerTaskRoutes(app, options.taskRuntime);
+  registerTaskRoutes(app, options.taskRuntime, (c) => taskRouteUser(c, options.authorize), {
+    fail(status, detail) {
+      throw new GatewayHttpError(status, detail);
+    },
+  });
   return app;
 }
 
-/**
- * The seam for the task routes of SPEC §8.4 (`/api/threads/:threadId/mcp-tasks…`): they are built with
- * the task service and registered here; until then no task route exists.
- */
-function registerTaskRoutes(_app: Hono, _taskRuntime: unknown): void {}
+interface LangGraphServerAuth {
+  user?: { identity?: unknown; is_authenticated?: unknown };
+}
+
+/** The caller of a task route: the `authorize` hook's user, else the LangGraph server's authenticated user. */
+async function taskRouteUser(c: Context, authorize: GatewayAuthorize | undefined): Promise<string> {
+  if (authorize !== undefined) {
+    const user = await authorize(c.req.raw);
+    if (user !== null && user.userId !== "") return user.userId;
+    throw new GatewayHttpError(401, AUTHENTICATION_REQUIRED);
+  }
+  // Set by the LangGraph API server's auth middleware, which runs before a mounted `http.app`.
+  const auth = (c.var as Record<string, unknown>).auth as LangGraphServerAuth | undefined;
+  const identity = auth?.user?.identity;
+  if (typeof identity === "string" && identity !== "" && auth?.user?.is_authenticated !== false) return identity;
+  throw new GatewayHttpError(401, AUTHENTICATION_REQUIRED);
+}
 
 async function resetToolkit(toolkit: GatewayToolkit | undefined, logger: Logger): Promise<void> {
   if (toolkit === undefined) return;

@@ -24,3 +24,11 @@ export { EXEC_FLAGS } from "./launcher-args";
 export { isSensitiveKey, MASK, maskServers } from "./masking";
 export { ConfigLockTimeoutError, type FileLockOptions } from "./file-lock";
 export type { WriteStep } from "./write";
+export {
+  publicTaskDetail,
+  publicTaskSummary,
+  PUBLIC_ERROR_MAX_CHARS,
+  TASK_LIST_DEFAULT_LIMIT,
+  TASK_LIST_MAX_LIMIT,
+  type GatewayTaskRuntime,
+} from "./task-routes";
