@@ -8,6 +8,8 @@ import { incrementCounter, putBody, runWriters, type WriterSummary } from "./wri
 
 const WRITERS_PER_PROCESS = 4; // 8 writers in all, across two processes
 const OPS_PER_WRITER = 100;
+/** About 10 s alone on 2 cores; room for a loaded machine (the other jest worker, fsync contention). */
+const TEST_TIMEOUT_MS = 120_000;
 
 function childWriters(configPath: string, tag = "child", ops = OPS_PER_WRITER): Promise<WriterSummary> {
   return new Promise((resolve, reject) => {
@@ -79,7 +81,7 @@ describe("config writes under concurrency", () => {
     expect((await stat(real)).mode & 0o777).toBe(0o640);
     expect((await readdir(realDir)).sort()).toEqual(["extensions_config.json"]);
     expect((await readdir(dir)).sort()).toEqual(["extensions_config.json", "real"]);
-  });
+  }, TEST_TIMEOUT_MS);
 
   test("the sidecar lock makes read-modify-writes of two processes take turns: no increment is lost", async () => {
     const dir = await makeTempDir("gateway-counter-");
@@ -88,5 +90,5 @@ describe("config writes under concurrency", () => {
     await Promise.all([incrementCounter(file, WRITERS_PER_PROCESS, ops), childWriters(file, "counter", ops)]);
     expect(JSON.parse(await readFile(file, "utf8"))).toEqual({ count: 2 * WRITERS_PER_PROCESS * ops });
     expect(await readdir(dir)).toEqual(["extensions_config.json"]);
-  });
+  }, TEST_TIMEOUT_MS);
 });
