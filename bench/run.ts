@@ -22,6 +22,7 @@ import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";
 import { startTokenFixture } from "../__tests__/fixtures/token-server";
 import { taskStoreFigures } from "./tasks";
 import { sessionFigures } from "./sessions";
+import { taskRuntimeFigures } from "./task-runtime";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -298,6 +299,7 @@ async function main(): Promise<void> {
     hot: hotPath,
     tasks: taskStoreFigures,
     sessions: sessionFigures,
+    "task-runtime": taskRuntimeFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);
