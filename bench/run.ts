@@ -23,6 +23,7 @@ import { startTokenFixture } from "../__tests__/fixtures/token-server";
 import { taskStoreFigures } from "./tasks";
 import { sessionFigures } from "./sessions";
 import { gatewayFigures } from "./gateway";
+import { taskRuntimeFigures } from "./task-runtime";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -300,6 +301,7 @@ async function main(): Promise<void> {
     tasks: taskStoreFigures,
     sessions: sessionFigures,
     gateway: gatewayFigures,
+    "task-runtime": taskRuntimeFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);

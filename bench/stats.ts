@@ -6,6 +6,12 @@ export function median(samples: number[]): number {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/** The `p` quantile (0 < p <= 1) by the nearest-rank method. */
+export function percentile(samples: number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * p) - 1))];
+}
+
 /**
  * Times the functions round-robin (f0, f1, …, f0, f1, …) after a warm-up, so drift on a shared machine
  * hits every side alike. Returns per-call samples in milliseconds, one array per function.
