@@ -45,3 +45,14 @@ export {
   type TaskReference,
   type TaskSubmission,
 } from "./tasks";
+export {
+  createTaskWorkerGraph,
+  FileTaskNotifier,
+  startTaskWorker,
+  tickChangedSomething,
+  type TaskWorker,
+  type TaskWorkerGraph,
+  type TaskWorkerGraphOptions,
+  type TaskWorkerOptions,
+  type TaskWorkerTickReport,
+} from "./worker";
