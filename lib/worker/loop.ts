@@ -54,10 +54,6 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
   }
 
   const abandon = new AbortController();
-  const abandoned = new Promise<never>((_, reject) => {
-    abandon.signal.addEventListener("abort", () => reject(abandon.signal.reason), { once: true });
-  });
-  abandoned.catch(() => undefined);
   let stopping = false;
   let stopped: Promise<void> | null = null;
   let timer: NodeJS.Timeout | undefined;
@@ -67,9 +63,8 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
   const tick = async (): Promise<void> => {
     try {
       const now = options.clock?.().toISOString() ?? null;
-      // A node awaiting a hung remote call does not end at the signal: the abandoned tick is left to the
-      // runtime's stop (which aborts remote calls) and the loop does not wait for it.
-      const state = await Promise.race([graph.invoke({ now }, { signal: abandon.signal }), abandoned]);
+      // Aborting the signal ends the invocation at once, even with a node still awaiting a remote call.
+      const state = await graph.invoke({ now }, { signal: abandon.signal });
       await options.onTick?.(tickReport(state));
     } catch (err) {
       if (abandon.signal.aborted) return;
