@@ -57,3 +57,14 @@ export {
   type StdioLaunchOptions,
   type StdioLaunchServer,
 } from "./gateway";
+export {
+  createTaskWorkerGraph,
+  FileTaskNotifier,
+  startTaskWorker,
+  tickChangedSomething,
+  type TaskWorker,
+  type TaskWorkerGraph,
+  type TaskWorkerGraphOptions,
+  type TaskWorkerOptions,
+  type TaskWorkerTickReport,
+} from "./worker";

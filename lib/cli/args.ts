@@ -1,7 +1,9 @@
-/** The command line of one subcommand: positionals and `--flags`; anything else is a usage error. */
+/** The command line of one subcommand: positionals, `--flags` and `--option <value>`; anything else is a usage error. */
 export interface ParsedArgs {
   positional: string[];
   flags: Set<string>;
+  /** Options that take a value (`--name value` or `--name=value`); the last one given wins. */
+  values: Map<string, string>;
 }
 
 export class UsageError extends Error {
@@ -11,18 +13,32 @@ export class UsageError extends Error {
   }
 }
 
-export function parseArgs(args: readonly string[], allowedFlags: readonly string[], maxPositional: number): ParsedArgs {
+export function parseArgs(
+  args: readonly string[],
+  allowedFlags: readonly string[],
+  maxPositional: number,
+  valueOptions: readonly string[] = [],
+): ParsedArgs {
   const positional: string[] = [];
   const flags = new Set<string>();
-  for (const arg of args) {
+  const values = new Map<string, string>();
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
     if (arg.startsWith("--")) {
-      const flag = arg.slice(2);
-      if (!allowedFlags.includes(flag)) throw new UsageError(`unknown option '${arg}'`);
-      flags.add(flag);
+      const eq = arg.indexOf("=");
+      const name = arg.slice(2, eq === -1 ? undefined : eq);
+      if (valueOptions.includes(name)) {
+        const value = eq === -1 ? args[++i] : arg.slice(eq + 1);
+        if (value === undefined || (eq === -1 && value.startsWith("--"))) throw new UsageError(`option '--${name}' needs a value`);
+        values.set(name, value);
+        continue;
+      }
+      if (eq !== -1 || !allowedFlags.includes(name)) throw new UsageError(`unknown option '${arg}'`);
+      flags.add(name);
     } else {
       positional.push(arg);
     }
   }
   if (positional.length > maxPositional) throw new UsageError(`unexpected argument '${positional[maxPositional]}'`);
-  return { positional, flags };
+  return { positional, flags, values };
 }

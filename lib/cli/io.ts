@@ -6,4 +6,6 @@ export interface CliIo {
   cwd: string;
   /** stderr is a terminal: long operations print progress lines there. Off for pipes, files and `--json`. */
   interactive?: boolean;
+  /** Ends a long-running command (`worker`) as SIGTERM does; the bin relies on the signals alone. */
+  stopSignal?: AbortSignal;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { UsageError } from "./args";
-import { checkCommand, toolsCommand } from "./commands";
+import { checkCommand, tasksCommand, toolsCommand, workerCommand } from "./commands";
 import type { CliIo } from "./io";
 
 const USAGE = `usage: mcp-harness <command> [options]
@@ -12,6 +12,13 @@ commands:
       --offline validates the file only: no server is started, no interceptor module is resolved.
   tools [config] [--json]
       discover the MCP tools of every enabled server; exit 1 when every enabled server failed.
+  worker [config] [--interval <seconds>] [--json] [--notifier <name>]
+      run the background task graph against the task store (MCP_HARNESS_DATABASE_URL) until SIGTERM/SIGINT,
+      one line per tick that changed something; --interval defaults to mcpTasks.poll_interval_seconds.
+  tasks list --user <id> --thread <id> [--active] [--limit <n>] [--json] [--database <url>]
+  tasks show <task-id> --user <id> [--thread <id>] [--json] [--database <url>]
+  tasks cancel <task-id> --user <id> --thread <id> [--json] [--database <url>]
+      a thread's durable tasks, one task, or a cancellation request (a running worker cancels remotely).
 
 [config] is a file path; without it MCP_HARNESS_CONFIG, then extensions_config.json / mcp_config.json in the
 working directory and the project root. Exit codes: 0 ok, 1 failed, 2 usage error.
@@ -32,9 +39,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         io.out(USAGE);
         return command === undefined ? 2 : 0;
       case "tasks":
+        return await tasksCommand(rest, io);
       case "worker":
-        io.err(`mcp-harness ${command}: durable tasks are not available in this version`);
-        return 2;
+        return await workerCommand(rest, io);
       default:
         io.err(`unknown command '${command}'\n${USAGE}`);
         return 2;

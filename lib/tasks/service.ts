@@ -147,7 +147,7 @@ export class McpTaskService {
   readonly drivers: McpTaskDriverRegistry;
   readonly settings: Readonly<McpTasksSettings>;
   readonly leaseOwner: string;
-  readonly #notifier: TaskNotifier | undefined;
+  #notifier: TaskNotifier | undefined;
   readonly #clock: () => Date;
   readonly #logger: Logger;
   readonly #bounds: PayloadBounds;
@@ -172,6 +172,22 @@ export class McpTaskService {
 
   get stopped(): boolean {
     return this.#stop.signal.aborted;
+  }
+
+  /** Where the notification phase delivers (none: that phase does nothing). */
+  get notifier(): TaskNotifier | undefined {
+    return this.#notifier;
+  }
+
+  /**
+   * Installs the notifier when the service was built without one (a worker graph given its own). A second,
+   * different notifier is refused: one service delivers through one notifier.
+   */
+  useNotifier(notifier: TaskNotifier): void {
+    if (this.#notifier !== undefined && this.#notifier !== notifier) {
+      throw new Error("this task service already delivers through another notifier");
+    }
+    this.#notifier = notifier;
   }
 
   // ---------------------------------------------------------------- submit

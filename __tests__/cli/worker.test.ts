@@ -1,0 +1,115 @@
+/**
+ * `mcp-harness worker`: in process (stopped through the io's signal) and as a child process (the CLI through tsx,
+ * stopped by SIGTERM), against a real SQLite file and the job fixture server; one line per tick that changed
+ * something, `--json` for machines, deliveries through the test file notifier.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { readFile } from "node:fs/promises";
+import * as path from "node:path";
+import { runCli, type CliIo } from "../../lib/cli";
+import type { TaskRuntime } from "../../lib/tasks";
+import type { FileNotifierLine, TaskWorkerTickReport } from "../../lib/worker";
+import { startHttpFixture, TaskBoard } from "../fixtures";
+import type { StreamableHttpFixture } from "../fixtures/http-server";
+import { writeConfig } from "../fixtures/config";
+import { startWorkerChild, type WorkerChild } from "../worker/cli-child";
+import { setupRuntime, submitJob } from "../worker/helpers";
+
+let board: TaskBoard;
+let http: StreamableHttpFixture;
+const runtimes: TaskRuntime[] = [];
+const children: WorkerChild[] = [];
+
+beforeAll(async () => {
+  board = new TaskBoard();
+  http = await startHttpFixture({ name: "jobs", toolNames: [], taskBoard: board });
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill("SIGKILL");
+  for (const runtime of runtimes.splice(0)) await runtime.stop();
+});
+afterAll(async () => {
+  await http.close();
+});
+
+async function setup() {
+  const s = await setupRuntime({ url: http.url, tasks: { poll_interval_seconds: 1 } });
+  runtimes.push(s.runtime);
+  return s;
+}
+
+describe("in process", () => {
+  test("a human line per tick that changed something, none for idle ticks; exit 0 when stopped", async () => {
+    const s = await setup();
+    await submitJob(s.runtime, { label: "one" });
+    const stop = new AbortController();
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    let applied!: () => void;
+    const sawApplied = new Promise<void>((resolve) => (applied = resolve));
+    const io: CliIo = {
+      out: (t) => {
+        stdout.push(t);
+        if (t.includes("applied 1")) applied();
+      },
+      err: (t) => stderr.push(t),
+      env: { MCP_HARNESS_DATABASE_URL: s.databaseUrl, MCP_HARNESS_DATA_DIR: s.dir },
+      cwd: s.dir,
+      stopSignal: stop.signal,
+    };
+    const exit = runCli(["worker", s.configPath, "--interval", "0.02"], io);
+    await sawApplied;
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(stdout).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}claimed 1, applied 1$/)]);
+    expect(stderr[0]).toMatch(/^mcp-harness worker: ticking every 0\.02s as .+ on sqlite; task servers: jobs; notifier: none \(events stay pending\)$/);
+    expect(stderr.at(-1)).toMatch(/^mcp-harness worker: stopped after \d+ ticks$/);
+  });
+
+  test("usage and config errors: a bad interval is exit 2; tasks disabled or an unknown notifier say so", async () => {
+    const s = await setup();
+    const quiet = (): CliIo & { errors: string[] } => {
+      const errors: string[] = [];
+      return { errors, out: () => undefined, err: (t) => errors.push(t), env: { MCP_HARNESS_DATABASE_URL: s.databaseUrl }, cwd: s.dir };
+    };
+    const bad = quiet();
+    expect(await runCli(["worker", s.configPath, "--interval", "0"], bad)).toBe(2);
+    expect(bad.errors[0]).toContain("--interval must be a number of seconds above 0");
+    const unknown = quiet();
+    expect(await runCli(["worker", s.configPath, "--notifier", "carrier-pigeon"], unknown)).toBe(2);
+    expect(unknown.errors[0]).toContain("unknown notifier 'carrier-pigeon' (known: none)");
+    const disabled = quiet();
+    const off = await writeConfig(s.dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
+    expect(await runCli(["worker", off], disabled)).toBe(1);
+    expect(disabled.errors).toEqual(["mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run"]);
+  });
+});
+
+describe("as a child process", () => {
+  test("--json lines per tick, deliveries through the test notifier, SIGTERM drains and exits 0", async () => {
+    const s = await setup();
+    const tasks = [await submitJob(s.runtime, { label: "a" }, { thread: "th-a" }), await submitJob(s.runtime, { label: "b", steps: 2 }, { thread: "th-b" })];
+    const notifyFile = path.join(s.dir, "notify.jsonl");
+    const worker = startWorkerChild(
+      [s.configPath, "--interval", "0.05", "--json"],
+      { MCP_HARNESS_DATABASE_URL: s.databaseUrl, MCP_HARNESS_DATA_DIR: s.dir, MCP_HARNESS_TEST_NOTIFY_FILE: notifyFile },
+      s.dir,
+    );
+    children.push(worker);
+    let delivered = 0;
+    await worker.nextLine((line) => (delivered += (JSON.parse(line) as TaskWorkerTickReport).delivered) >= 2);
+    worker.child.kill("SIGTERM");
+    expect(await worker.exited).toEqual({ code: 0, signal: null });
+    expect(worker.stderr()).toContain("mcp-harness worker: SIGTERM received, draining");
+    expect(worker.stderr()).toMatch(/notifier: file \(MCP_HARNESS_TEST_NOTIFY_FILE\)/);
+
+    const reports = worker.stdout.map((line) => JSON.parse(line) as TaskWorkerTickReport);
+    for (const report of reports) expect(Object.entries(report).some(([k, v]) => typeof v === "number" && v > 0 && k !== "tickAt")).toBe(true);
+    expect(reports.reduce((n, r) => n + r.applied, 0)).toBe(3);
+    const lines = (await readFile(notifyFile, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as FileNotifierLine);
+    expect(lines.map((l) => [l.taskId, l.threadId, l.status, l.dispatchVersion, l.redelivery]).sort()).toEqual(
+      [[tasks[0]!.id, "th-a", "completed", 1, false], [tasks[1]!.id, "th-b", "completed", 1, false]].sort(),
+    );
+    for (const task of tasks) expect(await s.runtime.store.get(task.id, "ann")).toMatchObject({ status: "completed", notification_status: "delivered" });
+  });
+});
