@@ -22,6 +22,9 @@ export interface BackgroundTaskRow {
   updated_at: string;
 }
 
+/** A middleware sees only the context keys it declares: these are the ones the run's identity is read from. */
+const identityContextSchema = z.object({ user_id: z.string().optional(), thread_id: z.string().optional() });
+
 const rowSchema = z.object({ task_id: z.string(), task_name: z.string(), status: z.string(), updated_at: z.string() });
 
 /** The state field, for `createAgent` middleware (`stateSchema`). */
@@ -60,8 +63,9 @@ export function createBackgroundTasksMiddleware(runtime: { service: Pick<Backgro
   return createMiddleware({
     name: "BackgroundTasksProjection",
     stateSchema: backgroundTasksStateSchema,
+    contextSchema: identityContextSchema,
     beforeAgent: async (_state, run) => {
-      // The middleware runtime carries the run's context and configurable like a tool's does.
+      // The middleware runtime carries `context` and `configurable` as a tool's runtime does.
       const asTool = run as unknown as ToolRuntime;
       const threadId = runThreadId(asTool);
       if (threadId === undefined) return undefined;
