@@ -6,7 +6,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import type { BaseMessage } from "@langchain/core/messages";
 import { BusyThreadError, notificationIdempotencyKey, notificationMarkerOf, ThreadGoneError, type SubmittedTask, type TaskDelivery } from "../../../lib/tasks";
-import { createGraphNotifier } from "../../../lib/tasks";
+import * as path from "node:path";
+import { silentLogger } from "../../../lib";
+import { createGraphNotifier, createTaskRuntime } from "../../../lib/tasks";
 import { startHttpFixture, TaskBoard } from "../../fixtures";
 import type { StreamableHttpFixture } from "../../fixtures/http-server";
 import { waitUntil } from "../../fixtures/processes";
@@ -105,6 +107,30 @@ describe("delivery into the agent's thread", () => {
     const messages = await h.messages("th-busy");
     expect(notifications(messages)).toHaveLength(1);
     expect(messages.at(-1)!.text).toMatch(/^Task build completed: \{.*"label":"gamma"/);
+  });
+});
+
+describe("a restart between launch and confirmation", () => {
+  test("a new runtime and notifier find the launched run's message on the thread: delivered, nothing sent twice", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-r", "delta");
+    expect(await tick(h)).toMatchObject({ notified: 1 });
+    await h.runtime.stop();
+    const worker = await createTaskRuntime({
+      configPath: path.join(h.dir, "extensions_config.json"),
+      databaseUrl: `sqlite:${path.join(h.dir, "tasks.sqlite")}`,
+      notifier: createGraphNotifier({ graph: h.agent }),
+      clock: h.clock.read,
+      logger: silentLogger,
+      toolkitOptions: { dataDir: h.dir },
+    });
+    try {
+      expect(await worker.runOnce(h.clock.advance(5))).toMatchObject({ delivered: 1, notificationRetried: 0 });
+      expect((await worker.service.getTask(taskId, "ann"))?.notification_status).toBe("delivered");
+      expect(notifications(await h.messages("th-r"))).toHaveLength(1);
+    } finally {
+      await worker.stop();
+    }
   });
 });
 
