@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool, type DynamicStructuredTool } from "@langchain/core/tools";
 import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
+import { createAgent, createMiddleware } from "langchain";
 import { z } from "zod";
 import { createMcpToolkit, silentLogger, type McpToolkit } from "../../../lib";
 import { ScriptedChatModel, type ScriptPolicy } from "../../../lib/agent";
@@ -91,18 +91,28 @@ export interface AgentHarness {
   model: ScriptedChatModel;
   clock: Clock;
   gate: Gate;
+  /** The run context each agent run started with, in order. */
+  contexts: Record<string, unknown>[];
   say(thread: string, text: string, user?: string): Promise<BaseMessage[]>;
   messages(thread: string): Promise<BaseMessage[]>;
   close(): Promise<void>;
 }
 
-function buildAgent(model: ScriptedChatModel, tools: DynamicStructuredTool[], runtime: TaskRuntime, checkpointer: MemorySaver) {
+function buildAgent(model: ScriptedChatModel, tools: DynamicStructuredTool[], runtime: TaskRuntime, checkpointer: MemorySaver, contexts: Record<string, unknown>[]) {
+  const recorder = createMiddleware({
+    name: "ContextRecorder",
+    contextSchema: RunContext,
+    beforeAgent: (_state, run) => {
+      contexts.push({ ...(run.context as Record<string, unknown>) });
+      return undefined;
+    },
+  });
   return createAgent({
     model,
     tools,
     contextSchema: RunContext,
     checkpointer,
-    middleware: [createBackgroundTasksMiddleware(runtime)],
+    middleware: [createBackgroundTasksMiddleware(runtime), recorder],
   });
 }
 
@@ -135,7 +145,8 @@ export async function startAgentHarness(jobsUrl: string, taskName = "build"): Pr
   const model = new ScriptedChatModel([], { fallback: reportPolicy });
   const checkpointer = new MemorySaver();
   const tools = [...(await toolkit.getTools()), ...createBackgroundTaskTools(runtime), waitHere];
-  agent = buildAgent(model, tools, runtime, checkpointer);
+  const contexts: Record<string, unknown>[] = [];
+  agent = buildAgent(model, tools, runtime, checkpointer, contexts);
   const built = agent;
   const config = (thread: string, user: string) => ({ context: { user_id: user }, configurable: { thread_id: thread } });
   return {
@@ -148,6 +159,7 @@ export async function startAgentHarness(jobsUrl: string, taskName = "build"): Pr
     model,
     clock,
     gate,
+    contexts,
     say: async (thread, text, user = "ann") => (await built.invoke({ messages: [new HumanMessage(text)] }, config(thread, user))).messages,
     messages: async (thread) => ((await built.graph.getState({ configurable: { thread_id: thread } })).values as { messages?: BaseMessage[] }).messages ?? [],
     close: async () => {

@@ -67,8 +67,9 @@ describe("delivery into the agent's thread", () => {
     });
     expect(note!.text).not.toContain(remoteId);
     expect(messages.at(-1)!.text).toBe(`Task build completed: {"cwd":${JSON.stringify(process.cwd())},"label":"alpha","pid":${process.pid},"step":1}`);
-    // The run was the owner's, non-interactive: the model saw the notification as the newest input.
+    // The model saw the notification as the newest input, in a run for the owner with nobody to answer.
     expect(h.model.calls.at(-1)!.at(-1)!.id).toBe(note!.id);
+    expect(h.contexts.at(-1)).toEqual({ user_id: "ann", non_interactive: true });
 
     expect(await tick(h)).toMatchObject({ delivered: 1 });
     expect((await h.runtime.service.getTask(taskId, "ann"))?.notification_status).toBe("delivered");
