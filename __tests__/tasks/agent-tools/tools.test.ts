@@ -60,6 +60,7 @@ describe("list_background_tasks", () => {
   test("lists this user's tasks on this thread, newest first, without remote ids; active_only filters", async () => {
     const h = await harness();
     const first = await submit(h, "th-l", "one", 1);
+    h.clock.advance(1); // newest first: created_at tells them apart
     const second = await submit(h, "th-l", "two");
     await submit(h, "th-other", "three");
     await h.runtime.runOnce(h.clock.advance(5)); // "one" completes
