@@ -13,7 +13,7 @@ import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { createAgent } from "langchain";
 import { resolveChatModel } from "../lib/agent/index";
 import { loadExtensionsConfig } from "../lib/config/index";
-import { createMcpToolkit, getCachedMcpTools, renderRoutingHints, type McpToolkit } from "../lib/index";
+import { createMcpToolkit, getCachedMcpTools, renderRoutingHints, silentLogger, type McpToolkit } from "../lib/index";
 import {
   createBackgroundTaskTools,
   createBackgroundTasksMiddleware,
@@ -65,8 +65,15 @@ let tasksPromise: Promise<AgentTasks | null> | undefined;
  */
 export function getAgentTasks(): Promise<AgentTasks | null> {
   tasksPromise ??= (async () => {
-    const { config } = await loadExtensionsConfig();
-    if (!config.mcpTasks.enabled) return null;
+    let enabled: boolean;
+    try {
+      enabled = (await loadExtensionsConfig({ logger: silentLogger })).config.mcpTasks.enabled;
+    } catch {
+      // An unreadable config is the toolkit's to report (as before); look again on the next run.
+      tasksPromise = undefined;
+      return null;
+    }
+    if (!enabled) return null;
     const notifier = createLangGraphServerNotifier({ apiUrl: agentApiUrl(), assistantId: "agent" });
     const runtime = await createTaskRuntime({ notifier });
     return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
