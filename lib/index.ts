@@ -44,6 +44,18 @@ export {
   type TaskRecord,
   type TaskReference,
   type TaskSubmission,
+  createGraphNotifier,
+  createLangGraphServerNotifier,
+  createBackgroundTaskTools,
+  createBackgroundTasksMiddleware,
+  projectBackgroundTasks,
+  BackgroundTasksAnnotation,
+  backgroundTasksStateSchema,
+  type GraphNotifier,
+  type GraphNotifierOptions,
+  type LangGraphServerNotifierOptions,
+  type BackgroundTaskRow,
+  type BackgroundTaskView,
 } from "./tasks";
 export {
   adminTokenAuthorize,

@@ -298,6 +298,8 @@ export const demoPolicy: ScriptPolicy = (messages, tools, context) => {
 
   if (last && HumanMessage.isInstance(last)) {
     const text = last.text;
+    // A background task notification (its frame is data, never a request to call a tool): report it.
+    if (last.additional_kwargs?.mcp_task_notification !== undefined) return { content: demoNotificationReport(text) };
     const tool = findMentionedTool(text, tools);
     if (tool) {
       const call: ToolCall = { name: tool.name, args: extractJsonObject(text), id: context.nextToolCallId(), type: "tool_call" };
@@ -307,6 +309,16 @@ export const demoPolicy: ScriptPolicy = (messages, tools, context) => {
 
   return { content: demoHelpText(tools) };
 };
+
+/** One line about the task event framed in a notification's text (the first JSON object in it). */
+export function demoNotificationReport(text: string): string {
+  const event = extractJsonObject(text.slice(Math.max(0, text.lastIndexOf("--- BEGIN "))));
+  const name = typeof event.task_name === "string" ? event.task_name : "(unnamed)";
+  const status = typeof event.status === "string" ? event.status : "updated";
+  const detail =
+    event.status === "completed" ? `: ${JSON.stringify(event.result ?? event.result_preview ?? null)}` : typeof event.error === "string" ? `: ${event.error}` : "";
+  return `Background task ${name} is ${status}${detail}`;
+}
 
 export function demoHelpText(tools: readonly StructuredToolInterface[]): string {
   if (tools.length === 0) {

@@ -24,6 +24,7 @@ export {
   type NotificationRunStatus,
   type NotifierCallOptions,
   type RecordedDelivery,
+  type RunLookupOptions,
   type TaskDelivery,
   type TaskNotifier,
 } from "./notifier";
@@ -42,3 +43,6 @@ export {
   type TickReport,
 } from "./service";
 export { createTaskRuntime, TaskRuntime, type TaskRuntimeOptions } from "./runtime";
+export * from "./notifiers";
+export * from "./agent-tools";
+export { frameUntrustedText, neutralizeUntrustedTags, UNTRUSTED_BEGIN, UNTRUSTED_END } from "./untrusted";

@@ -30,6 +30,14 @@ export interface NotifierCallOptions {
   signal?: AbortSignal;
 }
 
+/** What the service knows about a run it looks up: notifiers that cannot find a run by its id alone use it. */
+export interface RunLookupOptions extends NotifierCallOptions {
+  /** The thread the run was started on. */
+  threadId?: string;
+  /** The idempotency key the run was started with (the one `deliver` was given). */
+  idempotencyKey?: string;
+}
+
 export interface TaskNotifier {
   /**
    * Starts a run on the thread that hands it the event. The same `idempotencyKey` must never start a second
@@ -37,7 +45,7 @@ export interface TaskNotifier {
    */
   deliver(delivery: TaskDelivery, idempotencyKey: string, options?: NotifierCallOptions): Promise<{ runId: string }>;
   /** The run's outcome so far, or null when it does not exist (or is not this user's). */
-  getRun(runId: string, userId: string, options?: NotifierCallOptions): Promise<NotificationRun | null>;
+  getRun(runId: string, userId: string, options?: RunLookupOptions): Promise<NotificationRun | null>;
 }
 
 /** The thread is running something else: try again later; this is not a failed delivery. */

@@ -531,7 +531,8 @@ export class McpTaskService {
     }
     if (record.notification_status === "dispatched") {
       const runId = record.notification_run_id ?? "";
-      const run = await this.#remote((o) => notifier.getRun(runId, record.user_id, { signal: o.signal }));
+      const idempotencyKey = notificationIdempotencyKey(record.id, step.dispatchVersion, record.dispatch_attempt);
+      const run = await this.#remote((o) => notifier.getRun(runId, record.user_id, { signal: o.signal, threadId: record.thread_id, idempotencyKey }));
       this.#assertRunning();
       if (run?.status === "success") return (await this.store.finishNotificationRun({ ...step, delivered: true })) ? "delivered" : null;
       if (run === null || run.status === "error" || run.status === "timeout" || run.status === "interrupted") {

@@ -1,0 +1,150 @@
+/**
+ * `list_background_tasks`, `cancel_background_task` and the `background_tasks` projection, through a real
+ * createAgent agent (MemorySaver, scripted model) over a real job server and SQLite store; the remote cancel is
+ * the worker's, and its outcome comes back into the thread through the graph notifier.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import type { BaseMessage } from "@langchain/core/messages";
+import {
+  BACKGROUND_TASKS_KEY,
+  createBackgroundTaskTools,
+  TaskSnapshot,
+  TaskStatus,
+  type BackgroundTaskRow,
+  type BackgroundTaskView,
+  type SubmittedTask,
+} from "../../../lib/tasks";
+import { startHttpFixture, TaskBoard } from "../../fixtures";
+import type { StreamableHttpFixture } from "../../fixtures/http-server";
+import { startAgentHarness, type AgentHarness } from "../notifiers/agent-harness";
+
+let board: TaskBoard;
+let http: StreamableHttpFixture;
+const open: AgentHarness[] = [];
+
+beforeAll(async () => {
+  board = new TaskBoard();
+  http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
+});
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+});
+afterAll(async () => {
+  await http.close();
+});
+
+async function harness(): Promise<AgentHarness> {
+  const h = await startAgentHarness(http.url);
+  open.push(h);
+  return h;
+}
+
+const toolAnswer = <T>(messages: BaseMessage[]): T => JSON.parse(messages.filter((m) => m.getType() === "tool").at(-1)!.text) as T;
+
+async function submit(h: AgentHarness, thread: string, label: string, steps = 5): Promise<string> {
+  return toolAnswer<SubmittedTask>(await h.say(thread, `submit ${label} ${steps}`)).task_id;
+}
+
+interface ListAnswer {
+  tasks: BackgroundTaskView[];
+  count?: number;
+  message?: string;
+}
+interface CancelAnswer {
+  cancelled: boolean;
+  task?: BackgroundTaskView;
+  message: string;
+}
+
+describe("list_background_tasks", () => {
+  test("lists this user's tasks on this thread, newest first, without remote ids; active_only filters", async () => {
+    const h = await harness();
+    const first = await submit(h, "th-l", "one", 1);
+    h.clock.advance(1); // newest first: created_at tells them apart
+    const second = await submit(h, "th-l", "two");
+    await submit(h, "th-other", "three");
+    await h.runtime.runOnce(h.clock.advance(5)); // "one" completes
+    await h.notifier.idle();
+    const messages = await h.say("th-l", "list");
+    const answer = toolAnswer<ListAnswer>(messages);
+    expect(answer.count).toBe(2);
+    expect(answer.tasks.map((t) => [t.task_id, t.task_name, t.status, t.cancel_requested])).toEqual([
+      [second, "build", "working", false],
+      [first, "build", "completed", false],
+    ]);
+    expect(Object.keys(answer.tasks[0]!).sort()).toEqual(["cancel_requested", "created_at", "error", "status", "task_id", "task_name", "updated_at"]);
+    for (const remote of board.log.submits) expect(messages.at(-2)!.text).not.toContain(remote);
+    expect(toolAnswer<ListAnswer>(await h.say("th-l", "list active")).tasks.map((t) => t.task_id)).toEqual([second]);
+    expect(toolAnswer<ListAnswer>(await h.say("th-l", "list", "bob"))).toEqual({ tasks: [], count: 0 });
+  });
+
+  test("outside a thread: an empty list and a message", async () => {
+    const h = await harness();
+    const [list] = createBackgroundTaskTools(h.runtime);
+    expect(JSON.parse(String(await list!.invoke({})))).toEqual({ tasks: [], message: "The current thread could not be resolved." });
+  });
+});
+
+describe("cancel_background_task", () => {
+  test("by name: the tool only records the request; the worker cancels remotely and the thread hears 'cancelled'", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-c", "long", 50);
+    const remote = board.log.submits.at(-1)!;
+    const answer = toolAnswer<CancelAnswer>(await h.say("th-c", "cancel build"));
+    expect(answer).toMatchObject({ cancelled: false, task: { task_id: taskId, status: "submitted", cancel_requested: true } });
+    expect(answer.message).toMatch(/^Cancellation requested\./);
+    expect(board.log.cancels).not.toContain(remote);
+
+    expect(await h.runtime.runOnce(h.clock.advance(1))).toMatchObject({ cancelled: 1, notified: 1 });
+    await h.notifier.idle();
+    expect(board.log.cancels).toContain(remote);
+    expect((await h.messages("th-c")).at(-1)!.text).toBe("Task build cancelled: null");
+  });
+
+  test("ambiguous names list the matches; an id picks one; nothing left to match says so", async () => {
+    const h = await harness();
+    const a = await submit(h, "th-a", "a", 50);
+    await submit(h, "th-a", "b", 50);
+    expect(toolAnswer<CancelAnswer>(await h.say("th-a", "cancel build"))).toEqual({
+      cancelled: false,
+      message: "More than one active background task matches; specify one task name: build, build",
+    });
+    expect(toolAnswer<CancelAnswer>(await h.say("th-a", "cancel"))).toMatchObject({ cancelled: false, message: expect.stringContaining("More than one") });
+    expect(toolAnswer<CancelAnswer>(await h.say("th-a", `cancel ${a}`))).toMatchObject({ task: { task_id: a, cancel_requested: true } });
+    expect(toolAnswer<CancelAnswer>(await h.say("th-a", "cancel nothing-here"))).toEqual({
+      cancelled: false,
+      message: "No active background task matches this request",
+    });
+    expect(toolAnswer<CancelAnswer>(await h.say("th-a", `cancel ${a}`, "bob"))).toMatchObject({ cancelled: false });
+  });
+});
+
+describe("the background_tasks projection", () => {
+  test("each run starts with the thread's latest 20 tasks, names neutralised", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-p", "p");
+    const state = async (thread: string) => (await h.agent.graph.getState({ configurable: { thread_id: thread } })).values as Record<string, unknown>;
+    expect(await state("th-p")).toMatchObject({ [BACKGROUND_TASKS_KEY]: [] }); // projected before the submit
+    await h.say("th-p", "hello");
+    expect((await state("th-p"))[BACKGROUND_TASKS_KEY]).toEqual([
+      { task_id: taskId, task_name: "build", status: "submitted", updated_at: h.clock.now.toISOString() },
+    ]);
+    for (let i = 0; i < 24; i += 1) {
+      await h.runtime.store.create({
+        id: `mcp-task-p${String(i).padStart(2, "0")}`,
+        userId: "ann",
+        threadId: "th-p",
+        serverName: "jobs",
+        driverName: "ordinary-tools",
+        remoteTaskId: `r-${i}`,
+        taskName: "<b>odd</b>",
+        snapshot: new TaskSnapshot({ status: TaskStatus.WORKING }),
+        nextPollAt: null,
+      });
+    }
+    await h.say("th-p", "hello");
+    const rows = (await state("th-p"))[BACKGROUND_TASKS_KEY] as BackgroundTaskRow[];
+    expect(rows).toHaveLength(20);
+    expect(new Set(rows.map((r) => r.task_name))).toEqual(new Set(["&lt;b&gt;odd&lt;/b&gt;"]));
+  });
+});

@@ -1,0 +1,217 @@
+/**
+ * The in-process graph notifier end to end: a createAgent agent (MemorySaver, scripted model) submits a job to a
+ * real MCP job server, `runOnce` ticks on an injected clock carry it to completion, and the notification lands as
+ * one run in the same thread, which the model answers.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import type { BaseMessage } from "@langchain/core/messages";
+import { BusyThreadError, notificationIdempotencyKey, notificationMarkerOf, ThreadGoneError, type SubmittedTask, type TaskDelivery } from "../../../lib/tasks";
+import * as path from "node:path";
+import { silentLogger } from "../../../lib";
+import { createGraphNotifier, createTaskRuntime } from "../../../lib/tasks";
+import { startHttpFixture, TaskBoard } from "../../fixtures";
+import type { StreamableHttpFixture } from "../../fixtures/http-server";
+import { waitUntil } from "../../fixtures/processes";
+import { startAgentHarness, type AgentHarness } from "./agent-harness";
+
+let board: TaskBoard;
+let http: StreamableHttpFixture;
+const open: AgentHarness[] = [];
+
+beforeAll(async () => {
+  board = new TaskBoard();
+  http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
+});
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+});
+afterAll(async () => {
+  await http.close();
+});
+
+async function harness(): Promise<AgentHarness> {
+  const h = await startAgentHarness(http.url);
+  open.push(h);
+  return h;
+}
+
+const notifications = (messages: BaseMessage[]) => messages.filter((m) => notificationMarkerOf(m) !== undefined);
+
+async function submit(h: AgentHarness, thread: string, label: string, steps = 1): Promise<string> {
+  const messages = await h.say(thread, `submit ${label} ${steps}`);
+  const tool = messages.find((m) => m.getType() === "tool")!;
+  return (JSON.parse(tool.text) as SubmittedTask).task_id;
+}
+
+/** One tick, then the notification runs it started. */
+async function tick(h: AgentHarness, seconds = 5) {
+  const report = await h.runtime.runOnce(h.clock.advance(seconds));
+  await h.notifier.idle();
+  return report;
+}
+
+describe("delivery into the agent's thread", () => {
+  test("a completed task lands as one hidden notification run; the model reports it; more ticks deliver nothing", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-1", "alpha");
+    const remoteId = board.log.submits.at(-1)!;
+    const before = (await h.messages("th-1")).length;
+
+    expect(await tick(h)).toMatchObject({ claimed: 1, applied: 1, notified: 1 });
+    const messages = await h.messages("th-1");
+    expect(messages).toHaveLength(before + 2);
+    const [note] = notifications(messages);
+    expect(note!.additional_kwargs).toMatchObject({
+      hide_from_ui: true,
+      mcp_task_notification: { task_id: taskId, dispatch_version: 1, dispatch_attempt: 0, idempotency_key: notificationIdempotencyKey(taskId, 1, 0), user_id: "ann" },
+    });
+    expect(note!.text).not.toContain(remoteId);
+    expect(messages.at(-1)!.text).toBe(`Task build completed: {"cwd":${JSON.stringify(process.cwd())},"label":"alpha","pid":${process.pid},"step":1}`);
+    // The model saw the notification as the newest input, in a run for the owner with nobody to answer.
+    expect(h.model.calls.at(-1)!.at(-1)!.id).toBe(note!.id);
+    expect(h.contexts.at(-1)).toEqual({ user_id: "ann", non_interactive: true });
+
+    expect(await tick(h)).toMatchObject({ delivered: 1 });
+    expect((await h.runtime.service.getTask(taskId, "ann"))?.notification_status).toBe("delivered");
+    for (let i = 0; i < 3; i += 1) expect(await tick(h, 60)).toMatchObject({ notified: 0, claimed: 0 });
+    expect(notifications(await h.messages("th-1"))).toHaveLength(1);
+    expect(await h.messages("th-1")).toHaveLength(before + 2);
+  });
+
+  test("a thread deleted before delivery: the notification is dead-lettered at once", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-gone", "beta");
+    await h.checkpointer.deleteThread("th-gone");
+    expect(await tick(h)).toMatchObject({ applied: 1, notified: 0, deadLettered: 1 });
+    const row = await h.runtime.service.getTask(taskId, "ann");
+    expect(row).toMatchObject({ notification_status: "dead_letter", notification_error: "Thread 'th-gone' has no checkpoint" });
+    expect(await h.messages("th-gone")).toEqual([]);
+  });
+
+  test("a thread with a run in flight is busy: retried without counting a failure, delivered once the run is over", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-busy", "gamma");
+    const running = h.say("th-busy", "wait");
+    await h.gate.started;
+    // The model step's checkpoint names the tools node still to run.
+    let next: readonly string[] = [];
+    const poll = async () => (next = (await h.agent.graph.getState({ configurable: { thread_id: "th-busy" } })).next);
+    await poll();
+    expect(await waitUntil(() => (void poll(), next.length > 0))).toBe(true);
+    expect(await tick(h)).toMatchObject({ applied: 1, notified: 0, notificationRetried: 1 });
+    const row = await h.runtime.service.getTask(taskId, "ann");
+    expect(row).toMatchObject({ notification_status: "pending", notification_attempt_count: 0 });
+    h.gate.open();
+    await running;
+    expect(await tick(h)).toMatchObject({ notified: 1 });
+    expect(await tick(h)).toMatchObject({ delivered: 1 });
+    const messages = await h.messages("th-busy");
+    expect(notifications(messages)).toHaveLength(1);
+    expect(messages.at(-1)!.text).toMatch(/^Task build completed: \{.*"label":"gamma"/);
+  });
+});
+
+describe("a restart between launch and confirmation", () => {
+  test("a new runtime and notifier find the launched run's message on the thread: delivered, nothing sent twice", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-r", "delta");
+    expect(await tick(h)).toMatchObject({ notified: 1 });
+    await h.runtime.stop();
+    const worker = await createTaskRuntime({
+      configPath: path.join(h.dir, "extensions_config.json"),
+      databaseUrl: `sqlite:${path.join(h.dir, "tasks.sqlite")}`,
+      notifier: createGraphNotifier({ graph: h.agent }),
+      clock: h.clock.read,
+      logger: silentLogger,
+      toolkitOptions: { dataDir: h.dir },
+    });
+    try {
+      expect(await worker.runOnce(h.clock.advance(5))).toMatchObject({ delivered: 1, notificationRetried: 0 });
+      expect((await worker.service.getTask(taskId, "ann"))?.notification_status).toBe("delivered");
+      expect(notifications(await h.messages("th-r"))).toHaveLength(1);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+describe("the notifier on its own, over the same real agent", () => {
+  function delivery(thread: string, taskId = "mcp-task-x"): TaskDelivery {
+    return {
+      taskId,
+      userId: "ann",
+      threadId: thread,
+      runId: null,
+      dispatchVersion: 1,
+      dispatchAttempt: 0,
+      event: {
+        task_id: taskId,
+        task_name: "build",
+        status: "completed",
+        result: { ok: true },
+        result_preview: null,
+        result_truncated: false,
+        result_artifact: null,
+        error: null,
+        input_required: null,
+        last_poll_error: null,
+        tracking_degraded: false,
+      },
+    };
+  }
+
+  test("the same key twice starts one run; after a restart the key on the thread makes it a no-op and a success", async () => {
+    const h = await harness();
+    await h.say("th-k", "hello");
+    const key = notificationIdempotencyKey("mcp-task-x", 1, 0);
+    const first = await h.notifier.deliver(delivery("th-k"), key);
+    expect(await h.notifier.deliver(delivery("th-k"), key)).toEqual(first);
+    await h.notifier.idle();
+    expect(await h.notifier.getRun(first.runId, "ann")).toEqual({ status: "success" });
+    expect(await h.notifier.getRun(first.runId, "bob")).toBeNull();
+    const count = (await h.messages("th-k")).length;
+
+    const restarted = createGraphNotifier({ graph: h.agent });
+    const again = await restarted.deliver(delivery("th-k"), key);
+    await restarted.idle();
+    expect(again.runId).not.toBe(first.runId);
+    expect(await h.messages("th-k")).toHaveLength(count);
+    // A run started before the restart is found by its key on the thread.
+    const fresh = createGraphNotifier({ graph: h.agent });
+    expect(await fresh.getRun(first.runId, "ann", { threadId: "th-k", idempotencyKey: key })).toEqual({ status: "success" });
+    expect(await fresh.getRun(first.runId, "bob", { threadId: "th-k", idempotencyKey: key })).toBeNull();
+    expect(await fresh.getRun(first.runId, "ann", { threadId: "th-k", idempotencyKey: `${key}0` })).toBeNull();
+    expect(await fresh.getRun(first.runId, "ann")).toBeNull();
+  });
+
+  test("two deliveries to one thread at once: one starts, the other is busy; a thread never seen is gone", async () => {
+    const h = await harness();
+    await h.say("th-2", "hello");
+    const results = await Promise.allSettled([
+      h.notifier.deliver(delivery("th-2", "mcp-task-a"), notificationIdempotencyKey("mcp-task-a", 1, 0)),
+      h.notifier.deliver(delivery("th-2", "mcp-task-b"), notificationIdempotencyKey("mcp-task-b", 1, 0)),
+    ]);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(results.find((r) => r.status === "rejected")).toMatchObject({ reason: expect.any(BusyThreadError) });
+    await h.notifier.idle();
+    await expect(h.notifier.deliver(delivery("never"), "k-never")).rejects.toBeInstanceOf(ThreadGoneError);
+  });
+
+  test("a run that fails reports its error kind only; a graph not built yet is busy", async () => {
+    const h = await harness();
+    await h.say("th-f", "hello");
+    const failing = createGraphNotifier({
+      graph: {
+        getState: (config) => h.agent.graph.getState(config),
+        invoke: async () => {
+          throw new TypeError("provider said: sk-secret-value");
+        },
+      },
+    });
+    const { runId } = await failing.deliver(delivery("th-f"), "k-f");
+    await failing.idle();
+    expect(await failing.getRun(runId, "ann")).toEqual({ status: "error", error: "Notification run failed (TypeError)" });
+    const unbuilt = createGraphNotifier({ graph: () => undefined });
+    await expect(unbuilt.deliver(delivery("th-f"), "k-u")).rejects.toBeInstanceOf(BusyThreadError);
+  });
+});

@@ -1,0 +1,144 @@
+/**
+ * The LangGraph server notifier against a real `langgraphjs dev` server (in-memory, offline) running a tiny
+ * graph, and against a minimal real HTTP server for the answers the dev server never gives (409, 5xx).
+ */
+import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import * as path from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import {
+  BusyThreadError,
+  createLangGraphServerNotifier,
+  IDEMPOTENCY_METADATA_KEY,
+  notificationIdempotencyKey,
+  ThreadGoneError,
+  type TaskDelivery,
+} from "../../../lib/tasks";
+import { startLangGraphDev, type LangGraphDevServer } from "../../fixtures/langgraph-dev";
+
+jest.setTimeout(120_000);
+
+let dev: LangGraphDevServer;
+let client: Client;
+
+beforeAll(async () => {
+  dev = await startLangGraphDev({ agent: `${path.join(__dirname, "..", "..", "fixtures", "notify-graph.ts")}:graph` });
+  client = new Client({ apiUrl: dev.url, apiKey: null });
+}, 120_000);
+
+afterAll(async () => {
+  await dev?.close();
+});
+
+function delivery(threadId: string, taskId = "mcp-task-s1", attempt = 0): TaskDelivery {
+  return {
+    taskId,
+    userId: "ann",
+    threadId,
+    runId: null,
+    dispatchVersion: 1,
+    dispatchAttempt: attempt,
+    event: {
+      task_id: taskId,
+      task_name: "build<script>",
+      status: "completed",
+      result: { ok: true },
+      result_preview: null,
+      result_truncated: false,
+      result_artifact: null,
+      error: null,
+      input_required: null,
+      last_poll_error: null,
+      tracking_degraded: false,
+    },
+  };
+}
+
+describe("against langgraphjs dev", () => {
+  test("a delivery is one run on the thread with the key in its metadata, the owner's context, and a hidden message", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
+    const { thread_id: thread } = await client.threads.create();
+    const key = notificationIdempotencyKey("mcp-task-s1", 1, 0);
+    const { runId } = await notifier.deliver(delivery(thread), key);
+    await client.runs.join(thread, runId);
+    expect(await notifier.getRun(runId, "ann", { threadId: thread })).toEqual({ status: "success" });
+    expect(await notifier.getRun(runId, "bob", { threadId: thread })).toBeNull();
+    expect(await notifier.getRun(runId, "ann")).toBeNull();
+    expect(await notifier.getRun("01a23ccf-c4fa-74ab-ac30-80106b3cb46a", "ann", { threadId: thread })).toBeNull();
+
+    const run = await client.runs.get(thread, runId);
+    expect(run.metadata).toMatchObject({ [IDEMPOTENCY_METADATA_KEY]: key, mcp_task_notification: { task_id: "mcp-task-s1", user_id: "ann" } });
+    expect(run.multitask_strategy).toBe("reject");
+    const state = await client.threads.getState<{ messages: { type: string; content: string; additional_kwargs?: Record<string, unknown> }[] }>(thread);
+    const [note, reply] = state.values.messages;
+    expect(note).toMatchObject({ type: "human", additional_kwargs: { hide_from_ui: true, mcp_task_notification: { idempotency_key: key } } });
+    expect(note!.content).toContain('"task_name":"build&lt;script&gt;"');
+    expect(reply!.content).toBe("notification for ann non_interactive=true");
+
+    // The same key again: the existing run is found by its metadata; no second run.
+    expect(await notifier.deliver(delivery(thread), key)).toEqual({ runId });
+    expect(await client.runs.list(thread)).toHaveLength(1);
+  });
+
+  test("a busy thread (a run pending on it) is busy; once that run is gone the delivery goes through", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
+    const { thread_id: thread } = await client.threads.create();
+    const blocker = await client.runs.create(thread, "agent", { input: { messages: [{ type: "human", content: "hi" }] }, afterSeconds: 3600 });
+    const key = notificationIdempotencyKey("mcp-task-s2", 1, 0);
+    await expect(notifier.deliver(delivery(thread, "mcp-task-s2"), key)).rejects.toBeInstanceOf(BusyThreadError);
+    await client.runs.cancel(thread, blocker.run_id, true);
+    const { runId } = await notifier.deliver(delivery(thread, "mcp-task-s2"), key);
+    await client.runs.join(thread, runId);
+    expect(await notifier.getRun(runId, "ann", { threadId: thread })).toEqual({ status: "success" });
+  });
+
+  test("a thread that does not exist, or was deleted, is gone", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
+    await expect(notifier.deliver(delivery("00000000-0000-4000-8000-000000000001"), "k-1")).rejects.toBeInstanceOf(ThreadGoneError);
+    const { thread_id: thread } = await client.threads.create();
+    await client.threads.delete(thread);
+    await expect(notifier.deliver(delivery(thread), "k-2")).rejects.toBeInstanceOf(ThreadGoneError);
+  });
+});
+
+describe("against a minimal HTTP server", () => {
+  let server: Server;
+  let url: string;
+  const calls: string[] = [];
+  let createStatus = 409;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      calls.push(`${req.method} ${req.url}`);
+      const send = (status: number, body: unknown) => {
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(JSON.stringify(body));
+      };
+      req.resume();
+      req.on("end", () => {
+        if (req.method === "GET" && /\/threads\/[^/]+\/runs/.test(req.url ?? "")) return send(200, []);
+        if (req.method === "POST" && /\/threads\/[^/]+\/runs$/.test(req.url ?? "")) return send(createStatus, { detail: "token sk-live-secret in the answer" });
+        if (req.method === "GET" && /\/threads\/[^/]+$/.test(req.url ?? "")) return send(200, { thread_id: "t" });
+        return send(500, {});
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test("409 is busy (after checking the thread exists), 404 gone; another status is one clean line without the server's text", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: url });
+    createStatus = 409;
+    await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(BusyThreadError);
+    expect(calls.slice(-3)).toEqual(["GET /threads/t/runs?limit=100&offset=0", "POST /threads/t/runs", "GET /threads/t"]);
+    createStatus = 404;
+    await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(ThreadGoneError);
+    createStatus = 400;
+    const err = await notifier.deliver(delivery("t"), "k").catch((e: unknown) => e as Error);
+    expect(err).toEqual(new Error("LangGraph server answered HTTP 400 to the notification run"));
+  });
+});

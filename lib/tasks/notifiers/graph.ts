@@ -1,0 +1,205 @@
+/**
+ * The in-process notifier (SPEC §7): delivers task events into a compiled agent graph that has a checkpointer,
+ * as a run on the task's thread. A thread without a checkpoint is gone; a thread with a run in flight (one this
+ * notifier started, or a checkpoint with nodes still to run) is busy; a delivery whose key is already on a
+ * message of the thread is a no-op. Runs go on in the background: `deliver` returns once one has started.
+ */
+import { randomUUID } from "node:crypto";
+import type { BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { silentLogger, type Logger } from "../../shared/logger";
+import {
+  BusyThreadError,
+  ThreadGoneError,
+  type NotificationRun,
+  type NotificationRunStatus,
+  type RunLookupOptions,
+  type TaskDelivery,
+  type TaskNotifier,
+} from "../notifier";
+import { notificationMarkerOf, notificationMessage } from "./message";
+
+/** Runs remembered for `getRun`; older settled ones are forgotten (their key is still found on the thread). */
+const MAX_REMEMBERED_RUNS = 10_000;
+
+export interface NotificationInput {
+  messages: BaseMessage[];
+}
+
+/** How a notification run is invoked: on the task's thread, for its owner, with nobody there to answer. */
+export interface NotificationRunConfig {
+  configurable: { thread_id: string };
+  context: { user_id: string; non_interactive: true };
+  signal?: AbortSignal;
+}
+
+/** What the notifier reads of a thread's latest checkpoint. */
+export interface ThreadStateView {
+  values: unknown;
+  next: readonly string[];
+  /** Absent when the thread has no checkpoint. */
+  createdAt?: string;
+}
+
+export interface ThreadStateReader {
+  getState(config: RunnableConfig): Promise<ThreadStateView>;
+}
+
+/**
+ * A compiled `StateGraph` (it reads its own state) or a `createAgent` agent (whose `graph` does) with a
+ * checkpointer, and a `messages` channel.
+ */
+export interface NotifiableGraph {
+  invoke(input: NotificationInput, config: NotificationRunConfig): Promise<unknown>;
+  getState?(config: RunnableConfig): Promise<ThreadStateView>;
+  readonly graph?: ThreadStateReader;
+}
+
+export interface GraphNotifierOptions {
+  /**
+   * The agent graph, or a function returning it (the agent is usually built after the task runtime, whose
+   * toolkit makes its tools). While it returns undefined, deliveries are put off like a busy thread's.
+   */
+  graph: NotifiableGraph | (() => NotifiableGraph | undefined);
+  logger?: Logger;
+}
+
+interface GraphRun {
+  userId: string;
+  status: NotificationRunStatus;
+  error?: string;
+}
+
+export interface GraphNotifier extends TaskNotifier {
+  /** Resolves once no run this notifier started is in flight. */
+  idle(): Promise<void>;
+  /** Aborts the runs in flight and waits for them to settle; later deliveries are refused. */
+  close(): Promise<void>;
+}
+
+function stateReader(graph: NotifiableGraph): ThreadStateReader {
+  if (graph.graph && typeof graph.graph.getState === "function") return graph.graph;
+  if (typeof graph.getState === "function") return graph as ThreadStateReader;
+  throw new TypeError("the notifier's graph cannot read thread state (compile it with a checkpointer)");
+}
+
+function messagesOf(values: unknown): readonly BaseMessage[] {
+  const messages = (values as { messages?: unknown } | null)?.messages;
+  return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
+}
+
+class InProcessGraphNotifier implements GraphNotifier {
+  readonly #graph: () => NotifiableGraph | undefined;
+  readonly #logger: Logger;
+  readonly #runs = new Map<string, GraphRun>();
+  readonly #byKey = new Map<string, string>();
+  /** Threads with a delivery being started or a run in flight. */
+  readonly #threads = new Set<string>();
+  readonly #inFlight = new Set<Promise<void>>();
+  readonly #close = new AbortController();
+
+  constructor(options: GraphNotifierOptions) {
+    const { graph } = options;
+    this.#graph = typeof graph === "function" ? graph : () => graph;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  async deliver(delivery: TaskDelivery, idempotencyKey: string): Promise<{ runId: string }> {
+    if (this.#close.signal.aborted) throw new Error("The graph notifier is closed");
+    const known = this.#byKey.get(idempotencyKey);
+    if (known !== undefined) return { runId: known };
+    const { threadId } = delivery;
+    // Reserved before the first await, so two deliveries to one thread never both start a run.
+    if (this.#threads.has(threadId)) throw new BusyThreadError(`Thread '${threadId}' is running a notification`);
+    this.#threads.add(threadId);
+    let started = false;
+    try {
+      const graph = this.#graph();
+      if (graph === undefined) throw new BusyThreadError("The agent graph is not ready yet");
+      const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
+      if (state.createdAt === undefined) throw new ThreadGoneError(`Thread '${threadId}' has no checkpoint`);
+      if (messagesOf(state.values).some((m) => notificationMarkerOf(m)?.idempotency_key === idempotencyKey)) {
+        return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, status: "success" }) };
+      }
+      if (state.next.length > 0) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
+      const run: GraphRun = { userId: delivery.userId, status: "running" };
+      const runId = this.#remember(idempotencyKey, run);
+      const config: NotificationRunConfig = {
+        configurable: { thread_id: threadId },
+        context: { user_id: delivery.userId, non_interactive: true },
+        signal: this.#close.signal,
+      };
+      const settled = graph
+        .invoke({ messages: [notificationMessage(delivery, idempotencyKey)] }, config)
+        .then(
+          () => {
+            run.status = "success";
+          },
+          (err: unknown) => {
+            run.status = "error";
+            // Only the error's kind: its text may quote a provider's answer, and it is stored in the task row.
+            run.error = `Notification run failed (${err instanceof Error ? err.name : typeof err})`;
+            this.#logger.warn(`MCP task notification run failed (task_id=${delivery.taskId}): ${run.error}`);
+          },
+        )
+        .finally(() => {
+          this.#threads.delete(threadId);
+          this.#inFlight.delete(settled);
+        });
+      this.#inFlight.add(settled);
+      started = true;
+      return { runId };
+    } finally {
+      if (!started) this.#threads.delete(threadId);
+    }
+  }
+
+  async getRun(runId: string, userId: string, options: RunLookupOptions = {}): Promise<NotificationRun | null> {
+    const run = this.#runs.get(runId);
+    if (run) {
+      if (run.userId !== userId) return null;
+      return run.error === undefined ? { status: run.status } : { status: run.status, error: run.error };
+    }
+    // A run started before a restart: its message in the thread says it landed.
+    const { threadId, idempotencyKey } = options;
+    const graph = this.#graph();
+    if (!threadId || !idempotencyKey || graph === undefined) return null;
+    const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
+    const marker = messagesOf(state.values)
+      .map((m) => notificationMarkerOf(m))
+      .find((m) => m?.idempotency_key === idempotencyKey);
+    return marker && marker.user_id === userId ? { status: "success" } : null;
+  }
+
+  async idle(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  }
+
+  async close(): Promise<void> {
+    this.#close.abort(new Error("The graph notifier is closed"));
+    await this.idle();
+  }
+
+  #remember(key: string, run: GraphRun): string {
+    const runId = randomUUID();
+    this.#runs.set(runId, run);
+    this.#byKey.set(key, runId);
+    if (this.#runs.size > MAX_REMEMBERED_RUNS) {
+      for (const [id, old] of this.#runs) {
+        if (this.#runs.size <= MAX_REMEMBERED_RUNS) break;
+        if (old.status === "running") continue;
+        this.#runs.delete(id);
+      }
+      for (const [k, id] of this.#byKey) {
+        if (this.#byKey.size <= MAX_REMEMBERED_RUNS) break;
+        if (!this.#runs.has(id)) this.#byKey.delete(k);
+      }
+    }
+    return runId;
+  }
+}
+
+/** The in-process notifier: task events become runs of `graph` on the task's thread. */
+export function createGraphNotifier(options: GraphNotifierOptions): GraphNotifier {
+  return new InProcessGraphNotifier(options);
+}

@@ -1,0 +1,140 @@
+/**
+ * The LangGraph server notifier (SPEC §7): a task event becomes a run on the task's thread through
+ * `@langchain/langgraph-sdk`, with the idempotency key in the run's metadata. `multitaskStrategy: "reject"` and
+ * `ifNotExists: "reject"`: a busy thread is answered 409 (the JS server says 422), a missing (or not this
+ * caller's) thread 404. Errors never quote the server's answer: it may echo request data.
+ */
+import { Client, type Run } from "@langchain/langgraph-sdk";
+import {
+  BusyThreadError,
+  ThreadGoneError,
+  type NotificationRun,
+  type NotificationRunStatus,
+  type NotifierCallOptions,
+  type RunLookupOptions,
+  type TaskDelivery,
+  type TaskNotifier,
+} from "../notifier";
+import { NOTIFICATION_KWARG, notificationMarker, notificationMessage, type NotificationMarker } from "./message";
+
+/** The run metadata key holding the idempotency key. */
+export const IDEMPOTENCY_METADATA_KEY = "idempotency_key";
+/** How many of a thread's latest runs are searched for one already started with the same key. */
+const RUN_SCAN_LIMIT = 100;
+const DEFAULT_ASSISTANT = "agent";
+const RUN_STATUSES: ReadonlySet<string> = new Set<NotificationRunStatus>(["success", "error", "timeout", "interrupted", "pending", "running"]);
+
+/** The part of the SDK client the notifier uses. */
+export type NotifierClient = Pick<Client, "runs" | "threads">;
+
+export interface LangGraphServerNotifierOptions {
+  /** The server's URL (default: the SDK's, `http://localhost:8123`). Ignored when `client` is given. */
+  apiUrl?: string;
+  /** The assistant (or graph id) that runs notifications; default `agent`. */
+  assistantId?: string;
+  /** Sent as `x-api-key`; default none (the SDK's environment lookup is not used). Ignored when `client` is given. */
+  apiKey?: string;
+  /** A client of your own (auth headers, fetch, retries). */
+  client?: NotifierClient;
+}
+
+function httpStatus(err: unknown): number | undefined {
+  const status = (err as { status?: unknown } | null)?.status;
+  return typeof status === "number" ? status : undefined;
+}
+
+/** One clean line: the status or the error's kind, never the server's text. */
+function serverError(err: unknown, what: string): Error {
+  const status = httpStatus(err);
+  if (status !== undefined) return new Error(`LangGraph server answered HTTP ${status} to ${what}`);
+  return new Error(`LangGraph server could not be reached for ${what} (${err instanceof Error ? err.name : typeof err})`);
+}
+
+function markerOf(run: Run): Partial<NotificationMarker> | undefined {
+  const marker = run.metadata?.[NOTIFICATION_KWARG];
+  return typeof marker === "object" && marker !== null ? (marker as Partial<NotificationMarker>) : undefined;
+}
+
+class LangGraphServerNotifier implements TaskNotifier {
+  readonly #client: NotifierClient;
+  readonly #assistantId: string;
+
+  constructor(options: LangGraphServerNotifierOptions) {
+    this.#client =
+      options.client ??
+      new Client({ apiUrl: options.apiUrl, apiKey: options.apiKey ?? null, callerOptions: { maxRetries: 2 } });
+    this.#assistantId = options.assistantId ?? DEFAULT_ASSISTANT;
+  }
+
+  async deliver(delivery: TaskDelivery, idempotencyKey: string, options: NotifierCallOptions = {}): Promise<{ runId: string }> {
+    const { threadId } = delivery;
+    const { signal } = options;
+    let runs: Run[];
+    try {
+      runs = await this.#client.runs.list(threadId, { limit: RUN_SCAN_LIMIT, signal });
+    } catch (err) {
+      if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+      throw serverError(err, "the run list of the thread");
+    }
+    const existing = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
+    if (existing) return { runId: existing.run_id };
+
+    const message = notificationMessage(delivery, idempotencyKey);
+    try {
+      const run = await this.#client.runs.create(threadId, this.#assistantId, {
+        input: {
+          messages: [{ type: "human", id: message.id, content: message.text, additional_kwargs: message.additional_kwargs }],
+        },
+        metadata: {
+          [NOTIFICATION_KWARG]: notificationMarker(delivery, idempotencyKey),
+          [IDEMPOTENCY_METADATA_KEY]: idempotencyKey,
+        },
+        context: { user_id: delivery.userId, non_interactive: true },
+        multitaskStrategy: "reject",
+        ifNotExists: "reject",
+        onDisconnect: "continue",
+        signal,
+      });
+      return { runId: run.run_id };
+    } catch (err) {
+      const status = httpStatus(err);
+      if (status === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+      // The JS server answers 422 both for a busy thread and for a missing one (ifNotExists "reject"): ask.
+      if (status === 409 || status === 422) {
+        if (await this.#threadMissing(threadId, signal)) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        throw new BusyThreadError(`Thread '${threadId}' is running another run`);
+      }
+      throw serverError(err, "the notification run");
+    }
+  }
+
+  async getRun(runId: string, userId: string, options: RunLookupOptions = {}): Promise<NotificationRun | null> {
+    const { threadId, signal } = options;
+    if (!threadId) return null;
+    let run: Run;
+    try {
+      run = await this.#client.runs.get(threadId, runId, { signal });
+    } catch (err) {
+      if (httpStatus(err) === 404) return null;
+      throw serverError(err, "the notification run lookup");
+    }
+    if (markerOf(run)?.user_id !== userId) return null;
+    if (!RUN_STATUSES.has(run.status)) throw new Error(`LangGraph server reported an unknown run status`);
+    return run.status === "error" ? { status: "error", error: "The notification run ended with an error" } : { status: run.status };
+  }
+
+  async #threadMissing(threadId: string, signal: AbortSignal | undefined): Promise<boolean> {
+    try {
+      await this.#client.threads.get(threadId, { signal });
+      return false;
+    } catch (err) {
+      if (httpStatus(err) === 404) return true;
+      throw serverError(err, "the thread lookup");
+    }
+  }
+}
+
+/** The LangGraph server notifier: task events become runs of `assistantId` on the task's thread. */
+export function createLangGraphServerNotifier(options: LangGraphServerNotifierOptions = {}): TaskNotifier {
+  return new LangGraphServerNotifier(options);
+}
