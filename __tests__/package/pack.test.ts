@@ -19,7 +19,7 @@ import * as path from "node:path";
 const ROOT = path.resolve(__dirname, "..", "..");
 const NODE_MODULES = path.join(ROOT, "node_modules");
 const PACKAGE = "langgraph-mcp-harness";
-const RUN_TIMEOUT_MS = 120_000;
+const RUN_TIMEOUT_MS = 300_000;
 
 jest.setTimeout(600_000);
 
