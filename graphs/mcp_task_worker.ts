@@ -7,19 +7,30 @@
  * every later one in this process. Until a notifier is configured here, the notification phase does nothing.
  */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
-import { createTaskRuntime } from "../lib/tasks/index";
+import { createTaskRuntime, type TaskRuntime } from "../lib/tasks/index";
 import { createTaskWorkerGraph, type TaskWorkerGraph } from "../lib/worker/index";
 
-let built: Promise<TaskWorkerGraph> | undefined;
+let built: Promise<{ runtime: TaskRuntime; graph: TaskWorkerGraph }> | undefined;
 
-export function createMcpTaskWorkerGraph(): Promise<TaskWorkerGraph> {
+function build() {
   built ??= createTaskRuntime()
-    .then((runtime) => createTaskWorkerGraph({ runtime }))
+    .then((runtime) => ({ runtime, graph: createTaskWorkerGraph({ runtime }) }))
     .catch((error: unknown) => {
       built = undefined;
       throw error;
     });
   return built;
+}
+
+export async function createMcpTaskWorkerGraph(): Promise<TaskWorkerGraph> {
+  return (await build()).graph;
+}
+
+/** Stops the process's worker runtime (closing its store and sessions); the next call builds a new one. */
+export async function closeMcpTaskWorker(): Promise<void> {
+  const current = built;
+  built = undefined;
+  if (current) await (await current).runtime.stop();
 }
 
 export async function graph(_config: LangGraphRunnableConfig) {
