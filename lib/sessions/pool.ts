@@ -19,6 +19,8 @@ export interface McpSession {
   /** stdio: the scope the child serves and its thread's folders (its cwd unless the config sets one). */
   readonly scope?: SessionScope;
   readonly paths?: ThreadPaths;
+  /** stdio: the child's process id. */
+  readonly pid?: number;
   /**
    * Adds a call's secrets to those scrubbed from the session's later log lines (a stdio child may print what a
    * call sent it at any time). The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
@@ -148,6 +150,11 @@ export class SessionPool {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     let entry = this.entries.get(key);
+    if (entry?.session?.pid !== undefined && !processExists(entry.session.pid)) {
+      // The child is gone but its pipes have not reported it yet: a new child serves this call.
+      this.forget(entry);
+      entry = undefined;
+    }
     let created = false;
     if (entry) {
       this.entries.delete(key);
@@ -322,6 +329,7 @@ export class SessionPool {
       progress,
       ...(scope ? { scope } : {}),
       ...(paths ? { paths } : {}),
+      ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
       rememberSecrets: (values) => {
         for (const value of values) {
           entry.secrets.delete(value);
@@ -410,4 +418,19 @@ function headersFingerprint(headers: Readonly<Record<string, string>>): string {
 function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>, scope: SessionScope): string {
   if (server.type === "stdio") return `${serverName}\u0000stdio\u0000${scope.key}`;
   return `${serverName}\u0000${headersFingerprint(headers)}`;
+}
+
+function stdioPid(transport: unknown): number | undefined {
+  const pid = (transport as { pid?: unknown }).pid;
+  return typeof pid === "number" ? pid : undefined;
+}
+
+/** False once the process has exited and been reaped (signal 0 only checks that the pid exists). */
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
