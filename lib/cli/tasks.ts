@@ -1,10 +1,14 @@
-import { openTaskStore, TaskStoreConfigError, type TaskRecord, type TaskStore } from "../tasks";
+import {
+  openTaskStore,
+  TASK_LIST_DEFAULT_LIMIT,
+  TASK_LIST_MAX_LIMIT,
+  TaskStoreConfigError,
+  type TaskRecord,
+  type TaskStore,
+} from "../tasks";
 import { parseArgs, UsageError } from "./args";
 import type { CliIo } from "./io";
 import { renderTable } from "./table";
-
-const DEFAULT_LIST_LIMIT = 50;
-const MAX_LIST_LIMIT = 100;
 
 /** What the CLI shows of a task: never its remote id, driver data or server (SPEC §8.4's rule, kept here too). */
 export interface TaskView {
@@ -52,9 +56,9 @@ function required(values: ReadonlyMap<string, string>, name: string, sub: string
 }
 
 function parseLimit(text: string | undefined): number {
-  if (text === undefined) return DEFAULT_LIST_LIMIT;
+  if (text === undefined) return TASK_LIST_DEFAULT_LIMIT;
   const limit = Number(text);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw new UsageError(`--limit must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > TASK_LIST_MAX_LIMIT) throw new UsageError(`--limit must be an integer from 1 to ${TASK_LIST_MAX_LIMIT}`);
   return limit;
 }
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import * as nodePath from "node:path";
+import { processExists } from "../shared/process";
 
 /**
  * The two locks around a config read-modify-write (SPEC §8.2):
@@ -123,15 +124,6 @@ async function readOwner(lockPath: string): Promise<LockOwner | null> {
   }
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** `true` when a stale lock was removed (the caller retries at once). */
 async function breakIfStale(lockPath: string, staleMs: number): Promise<boolean> {
   let text: string;
@@ -143,7 +135,7 @@ async function breakIfStale(lockPath: string, staleMs: number): Promise<boolean>
   }
   const owner = parseOwner(text);
   const old = Date.now() - mtimeMs > staleMs;
-  const deadOwner = owner !== null && owner.host === hostname() && !processAlive(owner.pid);
+  const deadOwner = owner !== null && owner.host === hostname() && !processExists(owner.pid);
   if (!old && !deadOwner) return false;
 
   const aside = `${lockPath}.stale-${randomBytes(6).toString("hex")}`;

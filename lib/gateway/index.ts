@@ -28,7 +28,5 @@ export {
   publicTaskDetail,
   publicTaskSummary,
   PUBLIC_ERROR_MAX_CHARS,
-  TASK_LIST_DEFAULT_LIMIT,
-  TASK_LIST_MAX_LIMIT,
   type GatewayTaskRuntime,
 } from "./task-routes";

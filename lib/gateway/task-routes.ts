@@ -5,8 +5,7 @@
  * without a worker to carry it out.
  */
 import type { Context, Hono } from "hono";
-import { cutCodePoints } from "../tasks/payload";
-import type { TaskRecord } from "../tasks/store";
+import { cutCodePoints, TASK_LIST_DEFAULT_LIMIT, TASK_LIST_MAX_LIMIT, type TaskRecord } from "../tasks";
 
 /** What the routes need of a task runtime (`TaskRuntime` fits). */
 export interface GatewayTaskRuntime {
@@ -20,8 +19,6 @@ export interface GatewayTaskRuntime {
 }
 
 export const PUBLIC_ERROR_MAX_CHARS = 500;
-export const TASK_LIST_DEFAULT_LIMIT = 50;
-export const TASK_LIST_MAX_LIMIT = 100;
 const THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const TASK_ID_MAX_LENGTH = 64;
 const NOT_FOUND = "MCP task not found";

@@ -6,6 +6,7 @@ import type { Logger } from "../shared/logger";
 import { headerSecrets, Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
+import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
@@ -423,14 +424,4 @@ function sessionKey(serverName: string, server: McpServerConfig, headers: Readon
 function stdioPid(transport: unknown): number | undefined {
   const pid = (transport as { pid?: unknown }).pid;
   return typeof pid === "number" ? pid : undefined;
-}
-
-/** False once the process has exited and been reaped (signal 0 only checks that the pid exists). */
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

@@ -14,6 +14,9 @@ export const MCP_TASK_MAX_NOTIFICATION_ATTEMPTS = 5;
 /** Column widths of `mcp_tasks` that the model does not bound elsewhere. */
 export const MCP_TASK_ID_MAX_LENGTH = 64;
 export const MCP_TASK_LEASE_OWNER_MAX_LENGTH = 128;
+/** A thread's task list as the HTTP API and the CLI page it: default and largest `limit`. */
+export const TASK_LIST_DEFAULT_LIMIT = 50;
+export const TASK_LIST_MAX_LIMIT = 100;
 
 export const TaskStatus = {
   SUBMITTED: "submitted",
