@@ -22,6 +22,7 @@ import {
   type SubmittedTask,
   type TaskRuntime,
 } from "../lib/tasks";
+import { ManualClock } from "../__tests__/fixtures/clock";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { TaskBoard } from "../__tests__/fixtures/task-tools";
@@ -36,21 +37,12 @@ const TOOLSET = { name: "build", submit_tool: "start_job", status_tool: "job_sta
 const POLL_INTERVAL = 5;
 const submitted = new TaskSnapshot({ status: "working" });
 
-class Clock {
-  now = new Date("2026-03-01T12:00:00.000Z");
-  readonly read = (): Date => this.now;
-  advance(seconds: number): Date {
-    this.now = new Date(this.now.getTime() + seconds * 1000);
-    return this.now;
-  }
-}
-
 interface Harness {
   configPath: string;
   runtime: TaskRuntime;
   toolkit: McpToolkit;
   submit: DynamicStructuredTool;
-  clock: Clock;
+  clock: ManualClock;
 }
 
 /** Fresh database URLs; PostgreSQL schemas are remembered and dropped by `cleanup`. */
@@ -89,8 +81,8 @@ async function harness(serverUrl: string, databaseUrl: string, opts: { maxConcur
       ...(opts.plain ? { plain: { type: "http", url: serverUrl } } : {}),
     },
   });
-  const clock = new Clock();
-  const runtime = await createTaskRuntime({ configPath, databaseUrl, clock: clock.read, logger: silentLogger });
+  const clock = new ManualClock(new Date("2026-03-01T12:00:00.000Z"));
+  const runtime = await createTaskRuntime({ configPath, databaseUrl, clock: clock.now, logger: silentLogger });
   const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
   const submit = (await toolkit.getTools()).find((t) => t.name === "jobs_start_job");
   if (!submit) throw new Error("the submit wrapper jobs_start_job is missing");
@@ -221,7 +213,7 @@ interface Tracking {
 }
 
 /** Ticks `runtime` (one poll interval of fake time each) until `done` says so; every tick must go cleanly. */
-async function tickUntil(h: { runtime: TaskRuntime; clock: Clock }, done: (totals: { applied: number; delivered: number }) => boolean): Promise<{ ms: number; ticks: number }> {
+async function tickUntil(h: { runtime: TaskRuntime; clock: ManualClock }, done: (totals: { applied: number; delivered: number }) => boolean): Promise<{ ms: number; ticks: number }> {
   const totals = { applied: 0, delivered: 0 };
   const limit = Math.ceil(TASKS / Math.min(...CONCURRENCY)) * 3 + 10;
   let ticks = 0;
@@ -259,7 +251,7 @@ async function track(serverUrl: string, databaseUrl: string, concurrency: number
       configPath: polling.configPath,
       databaseUrl,
       notifier,
-      clock: polling.clock.read,
+      clock: polling.clock.now,
       logger: silentLogger,
     });
     const notes = await tickUntil({ runtime: notifying, clock: polling.clock }, (t) => t.delivered >= TASKS);

@@ -12,6 +12,7 @@ import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtur
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 // The module reads the environment when the first agent is built, not on import.
 import * as agentModule from "../../graphs/agent";
+import { taskDelivery } from "../tasks/deliveries";
 
 const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const saved = { config: process.env.MCP_HARNESS_CONFIG, db: process.env.MCP_HARNESS_DATABASE_URL, model: process.env.MCP_HARNESS_MODEL };
@@ -60,27 +61,7 @@ test("the agent submits, lists, cancels and sees its tasks in state; a notificat
 
   const notifier = createGraphNotifier({ graph: agent });
   await notifier.deliver(
-    {
-      taskId: task.task_id,
-      userId: "ann",
-      threadId: "th-g",
-      runId: null,
-      dispatchVersion: 1,
-      dispatchAttempt: 0,
-      event: {
-        task_id: task.task_id,
-        task_name: "build",
-        status: "completed",
-        result: { note: "please jobs_start_job {}" },
-        result_preview: null,
-        result_truncated: false,
-        result_artifact: null,
-        error: null,
-        input_required: null,
-        last_poll_error: null,
-        tracking_degraded: false,
-      },
-    },
+    taskDelivery({ taskId: task.task_id, threadId: "th-g", event: { result: { note: "please jobs_start_job {}" } } }),
     notificationIdempotencyKey(task.task_id, 1, 0),
   );
   await notifier.idle();

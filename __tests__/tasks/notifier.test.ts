@@ -1,29 +1,10 @@
 /** The in-memory notifier that stands in for threads in the service tests: idempotent per key, scriptable. */
 import { describe, expect, test } from "@jest/globals";
 import { BusyThreadError, MemoryTaskNotifier, ThreadGoneError, type TaskDelivery } from "../../lib/tasks";
+import { taskDelivery, type DeliveryOverrides } from "./deliveries";
 
-const delivery = (overrides: Partial<TaskDelivery> = {}): TaskDelivery => ({
-  taskId: "mcp-task-1",
-  userId: "alice",
-  threadId: "thread-1",
-  runId: null,
-  dispatchVersion: 1,
-  dispatchAttempt: 0,
-  event: {
-    task_id: "mcp-task-1",
-    task_name: "report",
-    status: "completed",
-    result: { ok: true },
-    result_preview: null,
-    result_truncated: false,
-    result_artifact: null,
-    error: null,
-    input_required: null,
-    tracking_degraded: false,
-    last_poll_error: null,
-  },
-  ...overrides,
-});
+const delivery = (overrides: DeliveryOverrides = {}): TaskDelivery =>
+  taskDelivery({ userId: "alice", threadId: "thread-1", ...overrides, event: { task_name: "report", ...overrides.event } });
 
 describe("MemoryTaskNotifier", () => {
   test("a second delivery with the same key returns the first run and records nothing new", async () => {

@@ -17,7 +17,7 @@ import { createMcpToolkit, McpTaskConfigurationError, RecordingLogger, silentLog
 import { ScriptedChatModel } from "../../lib/agent";
 import { threadPaths } from "../../lib/sessions";
 import { createTaskRuntime, MemoryTaskNotifier, submitContract, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { targets } from "./store/helpers";
 import { pidsWithMarker, waitUntil } from "../fixtures/processes";
@@ -48,15 +48,6 @@ afterAll(async () => {
   for (const target of databases) await target.cleanup();
 });
 
-class Clock {
-  now = new Date("2026-01-01T00:00:00.000Z");
-  readonly read = (): Date => this.now;
-  advance(seconds: number): Date {
-    this.now = new Date(this.now.getTime() + seconds * 1000);
-    return this.now;
-  }
-}
-
 interface Setup {
   dir: string;
   configPath: string;
@@ -64,7 +55,7 @@ interface Setup {
   toolkit: McpToolkit;
   tools: DynamicStructuredTool[];
   notifier: MemoryTaskNotifier;
-  clock: Clock;
+  clock: ManualClock;
 }
 
 function baseConfig(extra: Record<string, unknown> = {}) {
@@ -85,13 +76,13 @@ function baseConfig(extra: Record<string, unknown> = {}) {
 async function setup(config: object = baseConfig(), databaseUrl?: string): Promise<Setup> {
   const dir = await makeTempDir("task-runtime-");
   const configPath = await writeConfig(dir, config);
-  const clock = new Clock();
+  const clock = new ManualClock();
   const notifier = new MemoryTaskNotifier();
   const runtime = await createTaskRuntime({
     configPath,
     databaseUrl: databaseUrl ?? `sqlite:${path.join(dir, "tasks.sqlite")}`,
     notifier,
-    clock: clock.read,
+    clock: clock.now,
     logger: silentLogger,
   });
   const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
@@ -203,12 +194,12 @@ describe("restart and recovery on the same database file", () => {
     await first.runtime.stop();
     // A worker process: a runtime with no agent toolkit makes its own for its calls.
     const notifier = new MemoryTaskNotifier();
-    const clock = new Clock();
+    const clock = new ManualClock();
     const worker = await createTaskRuntime({
       configPath: first.configPath,
       databaseUrl: `sqlite:${path.join(first.dir, "tasks.sqlite")}`,
       notifier,
-      clock: clock.read,
+      clock: clock.now,
       logger: silentLogger,
       toolkitOptions: { dataDir: first.dir },
     });
@@ -225,7 +216,7 @@ describe("restart and recovery on the same database file", () => {
     const [message] = await agentSubmit(s, "jobs_start_job", { label: "l" }, "ann", "th-7");
     const taskId = (JSON.parse(String(message!.content)) as SubmittedTask).task_id;
     // Another worker claims the task and dies before answering.
-    const dead = await createTaskRuntime({ configPath: s.configPath, databaseUrl: `sqlite:${path.join(s.dir, "tasks.sqlite")}`, clock: s.clock.read, logger: silentLogger });
+    const dead = await createTaskRuntime({ configPath: s.configPath, databaseUrl: `sqlite:${path.join(s.dir, "tasks.sqlite")}`, clock: s.clock.now, logger: silentLogger });
     open.push({ runtime: dead });
     expect(await dead.service.claimDuePolls(s.clock.advance(5))).toHaveLength(1);
     await dead.stop();
@@ -343,7 +334,7 @@ test.each(databases.map((t) => [t.name, t] as const))("%s: submit, restart, comp
   await first.toolkit.close();
   await first.runtime.stop();
   const notifier = new MemoryTaskNotifier();
-  const worker = await createTaskRuntime({ configPath: first.configPath, databaseUrl: url, notifier, clock: first.clock.read, logger: silentLogger });
+  const worker = await createTaskRuntime({ configPath: first.configPath, databaseUrl: url, notifier, clock: first.clock.now, logger: silentLogger });
   open.push({ runtime: worker });
   // input_required polls slower (60 s by default), then completes; the dispatched run is looked up on the way.
   expect((await worker.runOnce(first.clock.advance(30))).claimed).toBe(0);

@@ -12,17 +12,11 @@ import {
   type TaskRuntime,
 } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
+import { ManualClock as Clock } from "../fixtures/clock";
+
+export { Clock };
 
 export const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
-
-export class Clock {
-  constructor(public current = new Date("2026-01-01T00:00:00.000Z")) {}
-  readonly now = (): Date => this.current;
-  advance(seconds: number): Date {
-    this.current = new Date(this.current.getTime() + seconds * 1000);
-    return this.current;
-  }
-}
 
 /** A MemoryTaskNotifier that emits "delivery" after every launched run: tests wait on it, not on time. */
 export class EventedNotifier extends MemoryTaskNotifier {

@@ -127,7 +127,7 @@ describe("the background_tasks projection", () => {
     expect(await state("th-p")).toMatchObject({ [BACKGROUND_TASKS_KEY]: [] }); // projected before the submit
     await h.say("th-p", "hello");
     expect((await state("th-p"))[BACKGROUND_TASKS_KEY]).toEqual([
-      { task_id: taskId, task_name: "build", status: "submitted", updated_at: h.clock.now.toISOString() },
+      { task_id: taskId, task_name: "build", status: "submitted", updated_at: h.clock.current.toISOString() },
     ]);
     for (let i = 0; i < 24; i += 1) {
       await h.runtime.store.create({

@@ -24,18 +24,12 @@ import {
   type TaskRuntime,
 } from "../../../lib/tasks";
 import { makeTempDir, writeConfig } from "../../fixtures";
+import { ManualClock as Clock } from "../../fixtures/clock";
+
+export { Clock };
 
 export const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 export const RunContext = z.object({ user_id: z.string(), non_interactive: z.boolean().optional() });
-
-export class Clock {
-  now = new Date("2026-01-01T00:00:00.000Z");
-  readonly read = (): Date => this.now;
-  advance(seconds: number): Date {
-    this.now = new Date(this.now.getTime() + seconds * 1000);
-    return this.now;
-  }
-}
 
 /** A gate the `wait_here` tool blocks on. */
 export class Gate {
@@ -129,7 +123,7 @@ export async function startAgentHarness(jobsUrl: string, taskName = "build"): Pr
     configPath,
     databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`,
     notifier,
-    clock: clock.read,
+    clock: clock.now,
     logger: silentLogger,
   });
   const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });

@@ -13,6 +13,7 @@ import { startHttpFixture, TaskBoard } from "../../fixtures";
 import type { StreamableHttpFixture } from "../../fixtures/http-server";
 import { waitUntil } from "../../fixtures/processes";
 import { startAgentHarness, type AgentHarness } from "./agent-harness";
+import { taskDelivery } from "../deliveries";
 
 let board: TaskBoard;
 let http: StreamableHttpFixture;
@@ -121,7 +122,7 @@ describe("a restart between launch and confirmation", () => {
       configPath: path.join(h.dir, "extensions_config.json"),
       databaseUrl: `sqlite:${path.join(h.dir, "tasks.sqlite")}`,
       notifier: createGraphNotifier({ graph: h.agent }),
-      clock: h.clock.read,
+      clock: h.clock.now,
       logger: silentLogger,
       toolkitOptions: { dataDir: h.dir },
     });
@@ -137,27 +138,7 @@ describe("a restart between launch and confirmation", () => {
 
 describe("the notifier on its own, over the same real agent", () => {
   function delivery(thread: string, taskId = "mcp-task-x"): TaskDelivery {
-    return {
-      taskId,
-      userId: "ann",
-      threadId: thread,
-      runId: null,
-      dispatchVersion: 1,
-      dispatchAttempt: 0,
-      event: {
-        task_id: taskId,
-        task_name: "build",
-        status: "completed",
-        result: { ok: true },
-        result_preview: null,
-        result_truncated: false,
-        result_artifact: null,
-        error: null,
-        input_required: null,
-        last_poll_error: null,
-        tracking_degraded: false,
-      },
-    };
+    return taskDelivery({ taskId, threadId: thread });
   }
 
   test("the same key twice starts one run; after a restart the key on the thread makes it a no-op and a success", async () => {

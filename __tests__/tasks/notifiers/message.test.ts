@@ -12,30 +12,10 @@ import {
   type TaskDelivery,
   type TaskEvent,
 } from "../../../lib/tasks";
+import { taskDelivery } from "../deliveries";
 
 function delivery(event: Partial<TaskEvent> = {}): TaskDelivery {
-  return {
-    taskId: "mcp-task-1",
-    userId: "ann",
-    threadId: "th",
-    runId: "run-0",
-    dispatchVersion: 2,
-    dispatchAttempt: 1,
-    event: {
-      task_id: "mcp-task-1",
-      task_name: "build",
-      status: "completed",
-      result: { ok: 1 },
-      result_preview: null,
-      result_truncated: false,
-      result_artifact: null,
-      error: null,
-      input_required: null,
-      last_poll_error: null,
-      tracking_degraded: false,
-      ...event,
-    },
-  };
+  return taskDelivery({ runId: "run-0", dispatchVersion: 2, dispatchAttempt: 1, event: { result: { ok: 1 }, ...event } });
 }
 
 const key = notificationIdempotencyKey("mcp-task-1", 2, 1);

@@ -16,6 +16,7 @@ import {
   type TaskDelivery,
 } from "../../../lib/tasks";
 import { startLangGraphDev, type LangGraphDevServer } from "../../fixtures/langgraph-dev";
+import { taskDelivery } from "../deliveries";
 
 jest.setTimeout(120_000);
 
@@ -32,27 +33,7 @@ afterAll(async () => {
 });
 
 function delivery(threadId: string, taskId = "mcp-task-s1", attempt = 0): TaskDelivery {
-  return {
-    taskId,
-    userId: "ann",
-    threadId,
-    runId: null,
-    dispatchVersion: 1,
-    dispatchAttempt: attempt,
-    event: {
-      task_id: taskId,
-      task_name: "build<script>",
-      status: "completed",
-      result: { ok: true },
-      result_preview: null,
-      result_truncated: false,
-      result_artifact: null,
-      error: null,
-      input_required: null,
-      last_poll_error: null,
-      tracking_degraded: false,
-    },
-  };
+  return taskDelivery({ taskId, threadId, dispatchAttempt: attempt, event: { task_name: "build<script>" } });
 }
 
 describe("against langgraphjs dev", () => {

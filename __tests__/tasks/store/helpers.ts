@@ -6,6 +6,7 @@ import * as path from "node:path";
 import { createInterface } from "node:readline";
 import { Client } from "pg";
 import { openTaskStore, TaskSnapshot, type OpenTaskStoreOptions, type TaskStore } from "../../../lib/tasks";
+import { ManualClock as FixtureClock } from "../../fixtures/clock";
 import { makeTempDir } from "../../fixtures/config";
 import { TSX_CJS_REGISTER } from "../../fixtures/stdio";
 
@@ -14,11 +15,10 @@ if (!PG_URL) console.log("PostgreSQL store tests skipped: MCP_HARNESS_TEST_POSTG
 
 export const T0 = new Date("2026-03-01T12:00:00.000Z");
 
-export class ManualClock {
-  constructor(public current = T0) {}
-  readonly now = (): Date => this.current;
-  advance(seconds: number): void {
-    this.current = new Date(this.current.getTime() + seconds * 1000);
+/** The shared manual clock, starting at T0 here. */
+export class ManualClock extends FixtureClock {
+  constructor(current = T0) {
+    super(current);
   }
 }
 
