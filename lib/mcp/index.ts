@@ -26,5 +26,5 @@ export { DEFAULT_STDIO_MAX_MESSAGE_BYTES } from "../sessions";
 export { VALID_TOOL_NAME, MAX_TOOL_NAME_LENGTH } from "./names";
 export { probeServers, type ProbeServersOptions, type ServerProbe } from "./probe";
 export { createHarnessTool, type HarnessToolInvoker, type HarnessToolSpec } from "./tool";
-export { enabledTaskServers, type DiscoveredTool, type TaskToolsInput, type ToolkitTaskHooks } from "./task-hooks";
+export { checkedTaskServers, enabledTaskServers, quotedNames, type DiscoveredTool, type TaskToolsInput, type ToolkitTaskHooks } from "./task-hooks";
 export { resolveToolRuntime, toolCallIdOf } from "./runtime";

@@ -3,7 +3,7 @@
  * every loaded generation's tools to the runtime, which enforces the startup rules and wraps task tools.
  */
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import type { ExtensionsConfig } from "../config";
+import { McpTaskConfigurationError, type ExtensionsConfig } from "../config";
 import type { HarnessToolSpec } from "./tool";
 import type { McpToolkit } from "./toolkit";
 
@@ -28,6 +28,26 @@ export interface ToolkitTaskHooks {
    * when a startup rule is broken (then `getTools()` fails with it).
    */
   prepareTools(input: TaskToolsInput): DynamicStructuredTool[];
+}
+
+/** `'a', 'b'`: server names as error messages list them. */
+export function quotedNames(names: readonly string[]): string {
+  return names.map((name) => `'${name}'`).join(", ");
+}
+
+/**
+ * The enabled task servers; throws when there are some while `mcpTasks.enabled` is false (task tools are never
+ * exposed as synchronous calls).
+ */
+export function checkedTaskServers(config: ExtensionsConfig): string[] {
+  const taskServers = enabledTaskServers(config);
+  if (taskServers.length > 0 && !config.mcpTasks.enabled) {
+    throw new McpTaskConfigurationError(
+      `MCP task_toolsets are configured (${quotedNames(taskServers)}), so mcpTasks.enabled=true is required; ` +
+        "task tools are never exposed as synchronous calls",
+    );
+  }
+  return taskServers;
 }
 
 /** Enabled servers that declare task toolsets, sorted. */

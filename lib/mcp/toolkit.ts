@@ -33,7 +33,7 @@ import { assignVisibleNames } from "./names";
 import { resolveDataDir, SessionPool, sessionScope } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
-import { enabledTaskServers, type DiscoveredTool, type ToolkitTaskHooks } from "./task-hooks";
+import { checkedTaskServers, quotedNames, type DiscoveredTool, type ToolkitTaskHooks } from "./task-hooks";
 import { McpToolCallError, ownText } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
 
@@ -383,18 +383,12 @@ export class McpToolkit {
     discovered: readonly DiscoveredTool[],
     failures: ReadonlyMap<string, string>,
   ): DynamicStructuredTool[] {
-    const taskServers = enabledTaskServers(config);
-    if (taskServers.length > 0 && !config.mcpTasks.enabled) {
-      throw new McpTaskConfigurationError(
-        `MCP task_toolsets are configured (${taskServers.map((n) => `'${n}'`).join(", ")}), so mcpTasks.enabled=true is required; ` +
-          "task tools are never exposed as synchronous calls",
-      );
-    }
+    const taskServers = checkedTaskServers(config);
     const hooks = this.options.taskRuntime;
     if (hooks) return hooks.prepareTools({ config, tools: discovered, failures });
     if (taskServers.length > 0) {
       throw new McpTaskConfigurationError(
-        `MCP task_toolsets (${taskServers.map((n) => `'${n}'`).join(", ")}) need the durable task runtime: ` +
+        `MCP task_toolsets (${quotedNames(taskServers)}) need the durable task runtime: ` +
           "pass createTaskRuntime(...) to createMcpToolkit({ taskRuntime })",
       );
     }

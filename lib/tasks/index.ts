@@ -14,7 +14,7 @@ export {
 } from "./events";
 export * from "./store";
 export { TaskCallShortCircuitError, toolkitTaskCaller, type TaskToolCall, type TaskToolCaller } from "./caller";
-export { ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver, TOOL_ERROR_DETAIL_MAX_CHARS, type OrdinaryTaskRole } from "./drivers/ordinary";
+export { McpTaskToolError, ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver, TOOL_ERROR_DETAIL_MAX_CHARS, type OrdinaryTaskRole } from "./drivers/ordinary";
 export { submitContract, TaskToolWrapper, type SubmittedTask, type TaskSubmitter } from "./task-tools";
 export {
   BusyThreadError,

@@ -11,7 +11,15 @@ import {
   type McpServerConfig,
   type McpTasksSettings,
 } from "../config";
-import { createMcpToolkit, enabledTaskServers, type McpToolkit, type McpToolkitOptions, type TaskToolsInput } from "../mcp";
+import {
+  checkedTaskServers,
+  createMcpToolkit,
+  enabledTaskServers,
+  quotedNames,
+  type McpToolkit,
+  type McpToolkitOptions,
+  type TaskToolsInput,
+} from "../mcp";
 import type { ToolkitTaskHooks } from "../mcp";
 import { consoleLogger, type Logger } from "../shared/logger";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
@@ -60,10 +68,6 @@ function frozenServer(server: McpServerConfig): string {
 
 function frozenTaskServers(config: ExtensionsConfig): Map<string, string> {
   return new Map(enabledTaskServers(config).map((name) => [name, frozenServer(config.mcpServers[name]!)]));
-}
-
-function quoted(names: readonly string[]): string {
-  return names.map((name) => `'${name}'`).join(", ");
 }
 
 export class TaskRuntime implements ToolkitTaskHooks {
@@ -134,7 +138,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
     const changed = [...new Set([...now.keys(), ...this.#frozen.keys()])].filter((name) => now.get(name) !== this.#frozen.get(name)).sort();
     if (changed.length > 0) {
       throw new McpTaskConfigurationError(
-        `MCP task-enabled server configuration changed since startup (${quoted(changed)}); restart the process to use durable task tools`,
+        `MCP task-enabled server configuration changed since startup (${quotedNames(changed)}); restart the process to use durable task tools`,
       );
     }
     return this.#wrapper.prepare(input);
@@ -167,12 +171,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
 export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promise<TaskRuntime> {
   const logger = options.logger ?? consoleLogger;
   const { config } = await loadExtensionsConfig({ configPath: options.configPath, env: options.env, cwd: options.cwd, logger });
-  const taskServers = enabledTaskServers(config);
-  if (taskServers.length > 0 && !config.mcpTasks.enabled) {
-    throw new McpTaskConfigurationError(
-      `MCP task_toolsets are configured (${quoted(taskServers)}), so mcpTasks.enabled=true is required; task tools are never exposed as synchronous calls`,
-    );
-  }
+  const taskServers = checkedTaskServers(config);
   for (const name of taskServers) {
     const server = config.mcpServers[name]!;
     const declared = [server.user_auth ? "user_auth" : null, server.headers_from_context ? "headers_from_context" : null].filter(Boolean);

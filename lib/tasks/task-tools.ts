@@ -22,7 +22,8 @@ import { isOwnText } from "../shared/errors";
 import { runThreadId, runUserId } from "../shared/identity";
 import type { Logger } from "../shared/logger";
 import { boundText } from "../shared/text";
-import { ORDINARY_MCP_TASK_DRIVER } from "./drivers/ordinary";
+import { TaskCallShortCircuitError } from "./caller";
+import { McpTaskToolError, ORDINARY_MCP_TASK_DRIVER } from "./drivers/ordinary";
 import { McpTaskProtocolError, TaskSubmitRequest, type DriverCallOptions } from "./model";
 import type { TaskRecord } from "./store";
 import { DuplicateMcpRemoteTaskError } from "./store";
@@ -71,11 +72,9 @@ function runIdOf(runtime: ToolRuntime | undefined): string | null {
 function submitFailureText(err: unknown, taskName: string, logger: Logger): string {
   const prefix = `Background task '${taskName}' was not submitted`;
   if (err instanceof DuplicateMcpRemoteTaskError) return `${prefix}: the server returned a job that is already tracked`;
-  if (err instanceof McpToolCallError || err instanceof McpTaskProtocolError || isOwnText(err)) {
+  const ours = [McpToolCallError, McpTaskProtocolError, McpTaskToolError, TaskCallShortCircuitError, RangeError];
+  if (ours.some((type) => err instanceof type) || isOwnText(err)) {
     return `${prefix}: ${boundText((err as Error).message, SUBMIT_ERROR_MAX_CHARS)}`;
-  }
-  if (err instanceof RangeError || (err instanceof Error && err.message.startsWith("MCP task tool "))) {
-    return `${prefix}: ${boundText(err.message, SUBMIT_ERROR_MAX_CHARS)}`;
   }
   logger.error(`durable task submit failed (${taskName}): ${err instanceof Error ? err.name : typeof err}`);
   return `${prefix}: the task could not be stored; nothing is running on the server`;
@@ -89,20 +88,20 @@ export class TaskToolWrapper {
 
   /** The agent-visible tools of one generation; throws when a toolset names a tool the server did not list. */
   prepare(input: TaskToolsInput): DynamicStructuredTool[] {
-    const taskServers = new Set(enabledTaskServers(input.config));
-    this.checkToolsListed(input, taskServers);
+    const rolesByServer = new Map(
+      enabledTaskServers(input.config).map((name) => [name, roleTools(input.config.mcpServers[name]!.task_toolsets)]),
+    );
+    this.checkToolsListed(input, rolesByServer);
     const out: DynamicStructuredTool[] = [];
-    const rolesByServer = new Map([...taskServers].map((name) => [name, roleTools(input.config.mcpServers[name]!.task_toolsets)]));
     for (const discovered of input.tools) {
-      const roles = rolesByServer.get(discovered.spec.record.server);
-      const role = roles?.get(discovered.spec.record.rawName);
+      const role = rolesByServer.get(discovered.spec.record.server)?.get(discovered.spec.record.rawName);
       if (!role) out.push(discovered.tool);
       else if (role.role === "submit_tool") out.push(this.wrapSubmit(discovered, role.toolset));
     }
     return out;
   }
 
-  private checkToolsListed(input: TaskToolsInput, taskServers: ReadonlySet<string>): void {
+  private checkToolsListed(input: TaskToolsInput, rolesByServer: ReadonlyMap<string, ReadonlyMap<string, unknown>>): void {
     const listed = new Map<string, Set<string>>();
     for (const { spec } of input.tools) {
       const names = listed.get(spec.record.server) ?? new Set<string>();
@@ -110,8 +109,8 @@ export class TaskToolWrapper {
       listed.set(spec.record.server, names);
     }
     const problems: string[] = [];
-    for (const server of taskServers) {
-      const missing = [...roleTools(input.config.mcpServers[server]!.task_toolsets).keys()]
+    for (const [server, roles] of rolesByServer) {
+      const missing = [...roles.keys()]
         .filter((raw) => !listed.get(server)?.has(raw))
         .sort();
       if (missing.length === 0) continue;

@@ -24,6 +24,14 @@ export const TOOL_ERROR_DETAIL_MAX_CHARS = 500;
 
 export type OrdinaryTaskRole = "submit_tool" | "status_tool" | "cancel_tool";
 
+/** A task tool answered `isError`: retryable (unlike a protocol error); the text is the tool's own, scrubbed. */
+export class McpTaskToolError extends Error {
+  constructor(toolName: string, detail: string) {
+    super(`MCP task tool '${toolName}' returned an error${detail ? `: ${detail}` : ""}`);
+    this.name = "McpTaskToolError";
+  }
+}
+
 const artifactSchema = z.object({ uri: z.string().min(1), mime_type: z.string().min(1) });
 const positiveFinite = z.number().positive().refine(Number.isFinite, "must be finite");
 
@@ -71,9 +79,7 @@ function describeIssues(error: z.ZodError): string {
 
 function parsePayload<T>(schema: z.ZodType<T>, result: CallToolResult, toolName: string): T {
   if (result.isError) {
-    const detail = errorDetail(result);
-    // Retryable: a plain error, not a protocol failure.
-    throw new Error(`MCP task tool '${toolName}' returned an error${detail ? `: ${detail}` : ""}`);
+    throw new McpTaskToolError(toolName, errorDetail(result));
   }
   if (result.structuredContent === undefined || result.structuredContent === null) {
     throw new McpTaskProtocolError(`MCP task tool '${toolName}' must return structuredContent; text content is not parsed`);
