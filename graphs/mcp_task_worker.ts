@@ -1,24 +1,29 @@
 /**
  * The background task worker graph served by `langgraphjs dev` / LangGraph Studio (`langgraph.json` →
  * `mcp_task_worker`): one invocation is one tick (cancellations → claim → one poll per claimed task →
- * notifications), on the runtime built from the config and `MCP_HARNESS_DATABASE_URL` (`createTaskRuntime()`).
+ * notifications). With `mcpTasks.enabled` it runs on the server's task runtime (`graphs/server-tasks.ts`), so a
+ * tick from Studio or from a LangGraph Platform cron delivers task events as runs of `agent`, as the in-server
+ * worker does. Otherwise it runs on a runtime of its own without a notifier (nothing is configured to track).
  *
- * Exported as a factory, like `agent`: the runtime (store, sessions) is built on the first call and shared by
- * every later one in this process. Until a notifier is configured here, the notification phase does nothing.
+ * Exported as a factory, like `agent`: the graph is built on the first call and shared by every later one.
  */
 import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { createTaskRuntime, type TaskRuntime } from "../lib/tasks/index";
 import { createTaskWorkerGraph, type TaskWorkerGraph } from "../lib/worker/index";
+import { getServerTasks } from "./server-tasks";
 
-let built: Promise<{ runtime: TaskRuntime; graph: TaskWorkerGraph }> | undefined;
+let built: Promise<{ graph: TaskWorkerGraph; ownRuntime: TaskRuntime | null }> | undefined;
 
 function build() {
-  built ??= createTaskRuntime()
-    .then((runtime) => ({ runtime, graph: createTaskWorkerGraph({ runtime }) }))
-    .catch((error: unknown) => {
-      built = undefined;
-      throw error;
-    });
+  built ??= (async () => {
+    const tasks = await getServerTasks();
+    if (tasks !== null) return { graph: createTaskWorkerGraph({ runtime: tasks.runtime }), ownRuntime: null };
+    const runtime = await createTaskRuntime();
+    return { graph: createTaskWorkerGraph({ runtime }), ownRuntime: runtime };
+  })().catch((error: unknown) => {
+    built = undefined;
+    throw error;
+  });
   return built;
 }
 
@@ -26,11 +31,12 @@ export async function createMcpTaskWorkerGraph(): Promise<TaskWorkerGraph> {
   return (await build()).graph;
 }
 
-/** Stops the process's worker runtime (closing its store and sessions); the next call builds a new one. */
+/** Stops a runtime this module opened for itself (the server's shared one is left running); the next call builds anew. */
 export async function closeMcpTaskWorker(): Promise<void> {
   const current = built;
   built = undefined;
-  if (current) await (await current).runtime.stop();
+  const runtime = current ? (await current.catch(() => null))?.ownRuntime : null;
+  await runtime?.stop();
 }
 
 export async function graph(_config: LangGraphRunnableConfig) {

@@ -77,7 +77,7 @@ describe("in process", () => {
     expect(bad.errors[0]).toContain("--interval must be a number of seconds above 0");
     const unknown = quiet();
     expect(await runCli(["worker", s.configPath, "--notifier", "carrier-pigeon"], unknown)).toBe(2);
-    expect(unknown.errors[0]).toContain("unknown notifier 'carrier-pigeon' (known: none)");
+    expect(unknown.errors[0]).toContain("unknown notifier 'carrier-pigeon' (known: none, langgraph)");
     const disabled = quiet();
     const off = await writeConfig(s.dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
     expect(await runCli(["worker", off], disabled)).toBe(1);

@@ -12,6 +12,7 @@ import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtur
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 // The module reads the environment when the first agent is built, not on import.
 import * as agentModule from "../../graphs/agent";
+import { closeServerTasks } from "../../graphs/server-tasks";
 import { taskDelivery } from "../tasks/deliveries";
 
 const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
@@ -30,9 +31,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const tasks = await agentModule.getAgentTasks().catch(() => null);
-  await tasks?.toolkit.close();
-  await tasks?.runtime.stop();
+  await closeServerTasks();
   await http.close();
   for (const [key, value] of [["MCP_HARNESS_CONFIG", saved.config], ["MCP_HARNESS_DATABASE_URL", saved.db], ["MCP_HARNESS_MODEL", saved.model]] as const) {
     if (value === undefined) delete process.env[key];

@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CLI = path.join(ROOT, "node_modules", ".bin", "langgraphjs");
@@ -18,11 +19,13 @@ const RUN_DEADLINE_MS = 60_000;
 const TOOLKIT_PRESENT = existsSync(path.join(ROOT, "lib", "index.ts"));
 const ADMIN_TOKEN = "dev-server-test-admin-token";
 
-/** A copy of the demo config the gateway may rewrite (its `cwd` made absolute so the copy finds the server). */
+const TEMP = mkdtempSync(path.join(tmpdir(), "dev-server-"));
+
+/** A copy of the demo config the gateway may rewrite (its servers' `cwd` made absolute so the copy finds them). */
 function demoConfigCopy(): string {
   const demo = JSON.parse(readFileSync(path.join(ROOT, "graphs", "demo", "extensions_config.json"), "utf8"));
-  demo.mcpServers.demo.cwd = path.join(ROOT, "graphs", "demo");
-  const file = path.join(mkdtempSync(path.join(tmpdir(), "dev-server-config-")), "extensions_config.json");
+  for (const server of Object.values(demo.mcpServers) as { cwd?: string }[]) server.cwd = path.join(ROOT, "graphs", "demo");
+  const file = path.join(mkdtempSync(path.join(TEMP, "config-")), "extensions_config.json");
   writeFileSync(file, `${JSON.stringify(demo, null, 2)}\n`);
   return file;
 }
@@ -59,7 +62,7 @@ let startupMs = 0;
 const createdStateDir = !existsSync(STATE_DIR);
 const gitignoreBefore = existsSync(GITIGNORE) ? readFileSync(GITIGNORE, "utf8") : undefined;
 
-async function startDevServer(): Promise<ServerHandle> {
+async function startDevServer(extraEnv: NodeJS.ProcessEnv = {}): Promise<ServerHandle> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -69,12 +72,18 @@ async function startDevServer(): Promise<ServerHandle> {
     // The gateway's config endpoints (graphs/http.ts), and `node` (the demo server) allowed for re-enabling.
     MCP_HARNESS_ADMIN_TOKEN: ADMIN_TOKEN,
     MCP_HARNESS_STDIO_ALLOWLIST: "node",
+    // The task database (SQLite) and thread workspaces of this run only.
+    MCP_HARNESS_DATA_DIR: path.join(TEMP, `data-${port}`),
     PORT: String(port),
     // Belt and braces for "offline": no LangSmith tracing, and the scripted model rather than a provider.
     LANGSMITH_TRACING: "false",
     LANGCHAIN_TRACING_V2: "false",
   };
   delete env.MCP_HARNESS_MODEL;
+  delete env.MCP_HARNESS_DATABASE_URL;
+  delete env.MCP_HARNESS_LANGGRAPH_API_URL;
+  delete env.MCP_HARNESS_SERVER_WORKER;
+  Object.assign(env, extraEnv);
 
   let output = "";
   let exited = false;
@@ -168,6 +177,8 @@ function messageText(content: unknown): string {
   return "";
 }
 
+afterAll(() => rmSync(TEMP, { recursive: true, force: true }));
+
 describe("langgraphjs dev (npm start)", () => {
   beforeAll(async () => {
     const started = Date.now();
@@ -227,8 +238,89 @@ describe("langgraphjs dev (npm start)", () => {
       return messageText(state.values.messages?.at(-1)?.content);
     };
     await api<unknown>("PATCH", "/api/mcp/config", { server_name: "demo", enabled: false }, admin);
-    expect(await runText()).toMatch(/no tools are available/);
+    const withoutDemo = await runText();
+    expect(withoutDemo).toMatch(/^This is the offline demo model\. .*Tools: jobs_start_countdown, list_background_tasks, cancel_background_task\.$/);
     await api<unknown>("PATCH", "/api/mcp/config", { server_name: "demo", enabled: true }, admin);
     expect(await runText()).toMatch(/^Tool demo_echo returned: hi/);
+  });
+
+  (TOOLKIT_PRESENT ? it : it.skip)("server mode: a task submitted in a run comes back into that thread as a notification run, with nothing else running", async () => {
+    if (!server) throw new Error("server not started");
+    const client = new Client({ apiUrl: server.baseUrl, apiKey: null });
+    const { thread_id: thread } = await client.threads.create();
+    // The run's user is the gateway's admin, so the task routes below show this task to the admin token.
+    const submit = await client.runs.create(thread, "agent", {
+      input: { messages: [{ role: "user", content: 'start jobs_start_countdown {"seconds":1}' }] },
+      context: { user_id: "admin" },
+    });
+    await client.runs.join(thread, submit.run_id);
+    const submitted = await client.threads.getState<{ messages: StoredMessage[] }>(thread);
+    const toolMessage = submitted.values.messages.find((m) => m.type === "tool");
+    const task = JSON.parse(messageText(toolMessage?.content)) as { task_id: string; task_name: string; status: string };
+    expect(task).toMatchObject({ task_name: "countdown", status: "submitted" });
+
+    // The in-server worker polls the countdown and delivers its completion as a second run on the thread.
+    const deadline = Date.now() + RUN_DEADLINE_MS;
+    let runs = await client.runs.list(thread);
+    while (runs.length < 2) {
+      if (Date.now() > deadline) throw new Error(`no notification run within ${RUN_DEADLINE_MS} ms:\n${stripAnsi(server.output())}`);
+      await sleep(200);
+      runs = await client.runs.list(thread);
+    }
+    const notification = runs.find((run) => run.run_id !== submit.run_id)!;
+    expect(notification.metadata).toMatchObject({
+      idempotency_key: expect.stringMatching(new RegExp(`^mcp-task:${task.task_id}:\\d+:0$`)),
+      mcp_task_notification: { task_id: task.task_id, user_id: "admin" },
+    });
+    await client.runs.join(thread, notification.run_id);
+    expect((await client.runs.get(thread, notification.run_id)).status).toBe("success");
+    const after = await client.threads.getState<{ messages: StoredMessage[] }>(thread);
+    expect(messageText(after.values.messages.at(-1)?.content)).toMatch(/^Background task countdown is completed: \{"counted_seconds":1,/);
+    expect(stripAnsi(server.output())).toMatch(/MCP task worker started in the LangGraph server: ticking every 1s .* notifications to this server \(in-process\)/);
+
+    // The gateway's task routes run on the same runtime: the task is completed and its event delivered.
+    const listed = await api<{ task_id: string; status: string }[]>("GET", `/api/threads/${thread}/mcp-tasks`, undefined, {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+    });
+    expect(listed).toEqual([expect.objectContaining({ task_id: task.task_id, status: "completed" })]);
+    expect(await client.runs.list(thread)).toHaveLength(2);
+  });
+});
+
+describe("langgraphjs dev with MCP_HARNESS_SERVER_WORKER=off (a LangGraph Platform cron or mcp-harness worker ticks instead)", () => {
+  let quiet: ServerHandle | undefined;
+  afterAll(async () => {
+    if (quiet) await stopDevServer(quiet);
+  });
+
+  (TOOLKIT_PRESENT ? it : it.skip)("no worker runs in the server; a run of mcp_task_worker (what a cron starts) is one tick that delivers", async () => {
+    quiet = await startDevServer({ MCP_HARNESS_SERVER_WORKER: "off" });
+    await waitUntilReady(quiet);
+    const client = new Client({ apiUrl: quiet.baseUrl, apiKey: null });
+    const { thread_id: thread } = await client.threads.create();
+    const submit = await client.runs.create(thread, "agent", { input: { messages: [{ role: "user", content: 'start jobs_start_countdown {"seconds":1}' }] } });
+    await client.runs.join(thread, submit.run_id);
+
+    // Ticks as a cron would start them (stateless runs of the worker graph): one launches the notification run,
+    // a later one confirms it succeeded. Nothing else in the server delivers.
+    const tickUntil = async (counter: "notified" | "delivered", runsBefore: number) => {
+      const deadline = Date.now() + RUN_DEADLINE_MS;
+      for (;;) {
+        if (Date.now() > deadline) throw new Error(`no tick ${counter} within ${RUN_DEADLINE_MS} ms:\n${stripAnsi(quiet!.output())}`);
+        expect(await client.runs.list(thread)).toHaveLength(runsBefore);
+        const tick = (await client.runs.wait(null, "mcp_task_worker", { input: {} })) as Record<string, number>;
+        if (tick[counter]! > 0) return;
+        await sleep(250);
+      }
+    };
+    await tickUntil("notified", 1);
+    const runs = await client.runs.list(thread);
+    expect(runs).toHaveLength(2);
+    const notification = runs.find((run) => run.run_id !== submit.run_id)!;
+    await client.runs.join(thread, notification.run_id);
+    await tickUntil("delivered", 2);
+    const state = await client.threads.getState<{ messages: StoredMessage[] }>(thread);
+    expect(messageText(state.values.messages.at(-1)?.content)).toMatch(/^Background task countdown is completed: /);
+    expect(stripAnsi(quiet.output())).not.toContain("MCP task worker started in the LangGraph server");
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, expect, test } from "@jest/globals";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { closeMcpTaskWorker, graph } from "../../graphs/mcp_task_worker";
+import { closeServerTasks } from "../../graphs/server-tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -13,6 +14,7 @@ const saved = { config: process.env.MCP_HARNESS_CONFIG, db: process.env.MCP_HARN
 
 afterAll(async () => {
   await closeMcpTaskWorker();
+  await closeServerTasks();
   for (const [name, value] of [["MCP_HARNESS_CONFIG", saved.config], ["MCP_HARNESS_DATABASE_URL", saved.db]] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;

@@ -12,9 +12,12 @@ commands:
       --offline validates the file only: no server is started, no interceptor module is resolved.
   tools [config] [--json]
       discover the MCP tools of every enabled server; exit 1 when every enabled server failed.
-  worker [config] [--interval <seconds>] [--json] [--notifier <name>]
+  worker [config] [--interval <seconds>] [--json] [--notifier none|langgraph] [--api-url <url>] [--assistant <id>]
       run the background task graph against the task store (MCP_HARNESS_DATABASE_URL) until SIGTERM/SIGINT,
       one line per tick that changed something; --interval defaults to mcpTasks.poll_interval_seconds.
+      --notifier langgraph delivers task events as runs of --assistant (default agent) on a LangGraph server
+      (--api-url, else MCP_HARNESS_LANGGRAPH_API_URL; API key from MCP_HARNESS_LANGGRAPH_API_KEY or
+      LANGGRAPH_API_KEY / LANGSMITH_API_KEY); the default, none, leaves events pending.
   tasks list --user <id> --thread <id> [--active] [--limit <n>] [--json] [--database <url>]
   tasks show <task-id> --user <id> [--thread <id>] [--json] [--database <url>]
   tasks cancel <task-id> --user <id> --thread <id> [--json] [--database <url>]

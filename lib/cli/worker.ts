@@ -4,7 +4,7 @@ import { createTaskRuntime, TaskStoreConfigError, type TaskRuntime } from "../ta
 import { startTaskWorker, TICK_COUNTERS, tickChangedSomething, type TaskWorkerTickReport } from "../worker";
 import { parseArgs, UsageError } from "./args";
 import type { CliIo } from "./io";
-import { resolveWorkerNotifier } from "./worker-notifier";
+import { resolveWorkerNotifier, WORKER_NOTIFIER_OPTIONS } from "./worker-notifier";
 
 const MAX_INTERVAL_SECONDS = 3600;
 
@@ -55,11 +55,11 @@ function stopRequested(io: CliIo): { promise: Promise<string>; dispose(): void }
 }
 
 /**
- * `worker [config] [--interval <seconds>] [--json] [--notifier <name>]`: runs the background task graph against
+ * `worker [config] [--interval <seconds>] [--json] [--notifier none|langgraph [--api-url <url>] [--assistant <id>]]`: runs the background task graph against
  * the configured store until SIGTERM/SIGINT, one line per tick that changed something; then drains and exits 0.
  */
 export async function workerCommand(args: readonly string[], io: CliIo): Promise<number> {
-  const { positional, flags, values } = parseArgs(args, ["json"], 1, ["interval", "notifier"]);
+  const { positional, flags, values } = parseArgs(args, ["json"], 1, ["interval", "notifier", ...Object.values(WORKER_NOTIFIER_OPTIONS).flat()]);
   const json = flags.has("json");
   const interval = parseInterval(values.get("interval"));
   const stop = stopRequested(io);

@@ -15,6 +15,12 @@ import {
   ThreadGoneError,
   type TaskDelivery,
 } from "../../../lib/tasks";
+import { runCli, type CliIo } from "../../../lib/cli";
+import { resolveWorkerNotifier } from "../../../lib/cli/worker-notifier";
+import type { TaskWorkerTickReport } from "../../../lib/worker";
+import { startHttpFixture, TaskBoard } from "../../fixtures";
+import type { StreamableHttpFixture } from "../../fixtures/http-server";
+import { setupRuntime, submitJob } from "../../worker/helpers";
 import { startLangGraphDev, type LangGraphDevServer } from "../../fixtures/langgraph-dev";
 import { taskDelivery } from "../deliveries";
 
@@ -83,15 +89,62 @@ describe("against langgraphjs dev", () => {
   });
 });
 
+describe("mcp-harness worker --notifier langgraph against langgraphjs dev", () => {
+  let board: TaskBoard;
+  let http: StreamableHttpFixture;
+  beforeAll(async () => {
+    board = new TaskBoard();
+    http = await startHttpFixture({ name: "jobs", toolNames: [], taskBoard: board });
+  });
+  afterAll(async () => {
+    await http?.close();
+  });
+
+  test("a finished task becomes one run of the assistant on its thread, through the server's API", async () => {
+    const s = await setupRuntime({ url: http.url, tasks: { poll_interval_seconds: 1 } });
+    const { thread_id: thread } = await client.threads.create();
+    const task = await submitJob(s.runtime, { label: "report" }, { user: "ann", thread });
+    await s.runtime.stop();
+
+    const stop = new AbortController();
+    let delivered!: () => void;
+    const sawDelivery = new Promise<void>((resolve) => (delivered = resolve));
+    const stderr: string[] = [];
+    const io: CliIo = {
+      out: (line) => {
+        if ((JSON.parse(line) as TaskWorkerTickReport).delivered > 0) delivered();
+      },
+      err: (line) => stderr.push(line),
+      env: { MCP_HARNESS_DATABASE_URL: s.databaseUrl, MCP_HARNESS_DATA_DIR: s.dir, MCP_HARNESS_LANGGRAPH_API_URL: dev.url },
+      cwd: s.dir,
+      stopSignal: stop.signal,
+    };
+    const exit = runCli(["worker", s.configPath, "--interval", "0.05", "--json", "--notifier", "langgraph"], io);
+    await sawDelivery;
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(stderr[0]).toContain(`notifier: langgraph (runs of 'agent' on ${dev.url})`);
+
+    const runs = await client.runs.list(thread);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.metadata).toMatchObject({ [IDEMPOTENCY_METADATA_KEY]: notificationIdempotencyKey(task.id, 1, 0) });
+    await client.runs.join(thread, runs[0]!.run_id);
+    const state = await client.threads.getState<{ messages: { content: string }[] }>(thread);
+    expect(state.values.messages.at(-1)!.content).toBe("notification for ann non_interactive=true");
+  });
+});
+
 describe("against a minimal HTTP server", () => {
   let server: Server;
   let url: string;
   const calls: string[] = [];
+  const apiKeys: (string | undefined)[] = [];
   let createStatus = 409;
 
   beforeAll(async () => {
     server = createServer((req, res) => {
       calls.push(`${req.method} ${req.url}`);
+      apiKeys.push(req.headers["x-api-key"] as string | undefined);
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(JSON.stringify(body));
@@ -121,5 +174,49 @@ describe("against a minimal HTTP server", () => {
     createStatus = 400;
     const err = await notifier.deliver(delivery("t"), "k").catch((e: unknown) => e as Error);
     expect(err).toEqual(new Error("LangGraph server answered HTTP 400 to the notification run"));
+  });
+
+  test("mcp-harness worker --notifier langgraph: --api-url, --assistant and the API key from the environment, never printed", async () => {
+    const io = { out: () => undefined, err: () => undefined, cwd: process.cwd() };
+    const choice = await resolveWorkerNotifier({
+      values: new Map([["notifier", "langgraph"], ["api-url", `${url}/`], ["assistant", "helper"]]),
+      io: { ...io, env: { LANGSMITH_API_KEY: "lsv2-fallback", MCP_HARNESS_LANGGRAPH_API_KEY: "k-ours-1" } },
+    });
+    expect(choice.description).toBe(`langgraph (runs of 'helper' on ${url}, with an API key)`);
+    createStatus = 400;
+    calls.length = 0;
+    apiKeys.length = 0;
+    await expect(choice.notifier!.deliver(delivery("t"), "k")).rejects.toThrow("HTTP 400");
+    expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "POST /threads/t/runs"]);
+    expect(apiKeys).toEqual(["k-ours-1", "k-ours-1"]);
+
+    // The URL from the environment; the SDK's own key variable as the fallback.
+    const fromEnv = await resolveWorkerNotifier({
+      values: new Map([["notifier", "langgraph"]]),
+      io: { ...io, env: { MCP_HARNESS_LANGGRAPH_API_URL: url, LANGSMITH_API_KEY: "lsv2-fallback" } },
+    });
+    apiKeys.length = 0;
+    await expect(fromEnv.notifier!.deliver(delivery("t"), "k")).rejects.toThrow("HTTP 400");
+    expect(apiKeys[0]).toBe("lsv2-fallback");
+    expect(fromEnv.description).toBe(`langgraph (runs of 'agent' on ${url}, with an API key)`);
+  });
+
+  test("worker notifier usage errors name the option, never the value", async () => {
+    const io = { out: () => undefined, err: () => undefined, cwd: process.cwd(), env: {} };
+    const attempt = (pairs: [string, string][], env: NodeJS.ProcessEnv = {}) =>
+      resolveWorkerNotifier({ values: new Map(pairs), io: { ...io, env } }).then(
+        () => "resolved",
+        (e: Error) => `${e.name}: ${e.message}`,
+      );
+    expect(await attempt([["notifier", "langgraph"]])).toBe("UsageError: --notifier langgraph needs --api-url <url> (or MCP_HARNESS_LANGGRAPH_API_URL)");
+    expect(await attempt([["notifier", "langgraph"], ["api-url", "ftp://x"]])).toBe("UsageError: --api-url must be an http(s) URL");
+    expect(await attempt([["notifier", "langgraph"]], { MCP_HARNESS_LANGGRAPH_API_URL: "not a url" })).toBe(
+      "UsageError: MCP_HARNESS_LANGGRAPH_API_URL must be an http(s) URL",
+    );
+    const withCredentials = await attempt([["notifier", "langgraph"], ["api-url", "http://me:pw-s3cret@127.0.0.1:1"]]);
+    expect(withCredentials).toBe("UsageError: --api-url must not carry credentials; set MCP_HARNESS_LANGGRAPH_API_KEY instead");
+    expect(await attempt([["api-url", url]])).toBe("UsageError: --api-url is an option of --notifier langgraph");
+    expect(await attempt([["notifier", "none"], ["assistant", "agent"]])).toBe("UsageError: --assistant is an option of --notifier langgraph");
+    expect(await attempt([["notifier", "langgraph"], ["api-url", url], ["assistant", " "]])).toBe("UsageError: --assistant must name an assistant or graph id");
   });
 });

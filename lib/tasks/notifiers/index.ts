@@ -12,6 +12,9 @@ export {
 export {
   createLangGraphServerNotifier,
   IDEMPOTENCY_METADATA_KEY,
+  LANGGRAPH_API_KEY_ENV_VARS,
+  LANGGRAPH_API_URL_ENV_VAR,
+  langGraphApiKeyFromEnv,
   type LangGraphServerNotifierOptions,
   type NotifierClient,
 } from "./server";
@@ -23,3 +26,4 @@ export {
   notificationText,
   type NotificationMarker,
 } from "./message";
+export { langGraphServerLoopback, LOOPBACK_API_URL, type LoopbackFetch } from "./loopback";

@@ -17,6 +17,19 @@ import {
 } from "../notifier";
 import { NOTIFICATION_KWARG, notificationMarker, notificationMessage, type NotificationMarker } from "./message";
 
+/** The LangGraph server a notifier outside it (`mcp-harness worker --notifier langgraph`) creates runs on. */
+export const LANGGRAPH_API_URL_ENV_VAR = "MCP_HARNESS_LANGGRAPH_API_URL";
+/** Where its API key is read from, first set wins (ours, then the SDK's own variables); sent as `x-api-key`. */
+export const LANGGRAPH_API_KEY_ENV_VARS = ["MCP_HARNESS_LANGGRAPH_API_KEY", "LANGGRAPH_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"] as const;
+
+export function langGraphApiKeyFromEnv(env: NodeJS.ProcessEnv): string | undefined {
+  for (const name of LANGGRAPH_API_KEY_ENV_VARS) {
+    const value = env[name]?.trim();
+    if (value) return value;
+  }
+  return undefined;
+}
+
 /** The run metadata key holding the idempotency key. */
 export const IDEMPOTENCY_METADATA_KEY = "idempotency_key";
 /** How many of a thread's latest runs are searched for one already started with the same key. */
@@ -34,6 +47,8 @@ export interface LangGraphServerNotifierOptions {
   assistantId?: string;
   /** Sent as `x-api-key`; default none (the SDK's environment lookup is not used). Ignored when `client` is given. */
   apiKey?: string;
+  /** The fetch the SDK uses (e.g. `langGraphServerLoopback()` inside the server). Ignored when `client` is given. */
+  fetch?: (url: string, init?: RequestInit) => Promise<Response>;
   /** A client of your own (auth headers, fetch, retries). */
   client?: NotifierClient;
 }
@@ -62,7 +77,11 @@ class LangGraphServerNotifier implements TaskNotifier {
   constructor(options: LangGraphServerNotifierOptions) {
     this.#client =
       options.client ??
-      new Client({ apiUrl: options.apiUrl, apiKey: options.apiKey ?? null, callerOptions: { maxRetries: 2 } });
+      new Client({
+        apiUrl: options.apiUrl,
+        apiKey: options.apiKey ?? null,
+        callerOptions: { maxRetries: 2, ...(options.fetch ? { fetch: options.fetch } : {}) },
+      });
     this.#assistantId = options.assistantId ?? DEFAULT_ASSISTANT;
   }
 

@@ -1,0 +1,168 @@
+/**
+ * Durable tasks inside the LangGraph API server (`npm start`, `langgraphjs dev`, a LangGraph Platform deployment
+ * of this repo): one task runtime per process, shared by the `agent` graph (submit wrappers, task tools), the
+ * `mcp_task_worker` graph and the gateway's task routes; its notifier delivers task events as runs of `agent`
+ * through the server's own API; and the in-server worker that ticks it (started by `graphs/http.ts` once the
+ * server has bound its routes).
+ */
+import { loadExtensionsConfig } from "../lib/config/index";
+import { consoleLogger, createMcpToolkit, silentLogger, type McpToolkit } from "../lib/index";
+import {
+  createLangGraphServerNotifier,
+  createTaskRuntime,
+  LANGGRAPH_API_URL_ENV_VAR,
+  langGraphApiKeyFromEnv,
+  langGraphServerLoopback,
+  LOOPBACK_API_URL,
+  type NotificationRun,
+  type NotifierCallOptions,
+  type RunLookupOptions,
+  type TaskDelivery,
+  type TaskNotifier,
+  type TaskRuntime,
+} from "../lib/tasks/index";
+import { startTaskWorker, type TaskWorker } from "../lib/worker/index";
+
+/** `off` (or `0`, `false`) keeps the worker out of the server: run `mcp-harness worker` processes or a cron instead. */
+export const SERVER_WORKER_ENV_VAR = "MCP_HARNESS_SERVER_WORKER";
+/** The assistant (graph id) whose runs carry task notifications. */
+export const NOTIFICATION_ASSISTANT = "agent";
+
+export interface ServerTasks {
+  runtime: TaskRuntime;
+  /** The toolkit whose task servers' submit tools are wrapped by `runtime`. */
+  toolkit: McpToolkit;
+}
+
+/** A URL's origin for a log line: never its path, query or user info. */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "not a URL";
+  }
+}
+
+interface ServerApiTarget {
+  apiUrl: string;
+  fetch?: ReturnType<typeof langGraphServerLoopback>;
+  apiKey?: string;
+  description: string;
+}
+
+/**
+ * Where notification runs are created: `MCP_HARNESS_LANGGRAPH_API_URL` (with its API key variables), else the
+ * server's loopback, else `127.0.0.1:$PORT`.
+ */
+export function serverApiTarget(env: NodeJS.ProcessEnv = process.env): ServerApiTarget {
+  const explicit = env[LANGGRAPH_API_URL_ENV_VAR]?.trim();
+  if (explicit) return { apiUrl: explicit, apiKey: langGraphApiKeyFromEnv(env), description: `${LANGGRAPH_API_URL_ENV_VAR} (${originOf(explicit)})` };
+  const loopback = langGraphServerLoopback();
+  if (loopback) return { apiUrl: LOOPBACK_API_URL, fetch: loopback, description: "this server (in-process)" };
+  const url = `http://127.0.0.1:${env.PORT?.trim() || "2024"}`;
+  return { apiUrl: url, description: url };
+}
+
+/**
+ * The server notifier, its target chosen at the first delivery: the graphs load before the server binds its
+ * loopback, and the runtime (with its notifier) may be built by the first of them.
+ */
+class ServerNotifier implements TaskNotifier {
+  #inner: TaskNotifier | undefined;
+
+  #notifier(): TaskNotifier {
+    if (!this.#inner) {
+      const { apiUrl, fetch, apiKey } = serverApiTarget();
+      this.#inner = createLangGraphServerNotifier({ apiUrl, fetch, apiKey, assistantId: NOTIFICATION_ASSISTANT });
+    }
+    return this.#inner;
+  }
+
+  deliver(delivery: TaskDelivery, idempotencyKey: string, options?: NotifierCallOptions): Promise<{ runId: string }> {
+    return this.#notifier().deliver(delivery, idempotencyKey, options);
+  }
+
+  getRun(runId: string, userId: string, options?: RunLookupOptions): Promise<NotificationRun | null> {
+    return this.#notifier().getRun(runId, userId, options);
+  }
+}
+
+interface ServerTaskState {
+  tasks?: Promise<ServerTasks | null>;
+  worker?: Promise<TaskWorker | null>;
+}
+
+// One per process even if the server's loader evaluates this module twice (once per importing graph file).
+const STATE_KEY = Symbol.for("langgraph-mcp-harness:server-tasks");
+function state(): ServerTaskState {
+  const holder = globalThis as Record<symbol, ServerTaskState | undefined>;
+  return (holder[STATE_KEY] ??= {});
+}
+
+/**
+ * The process's task runtime and its toolkit when the config says `mcpTasks.enabled` (startup-only, so read
+ * once), else null. A failed start is retried on the next call.
+ */
+export function getServerTasks(): Promise<ServerTasks | null> {
+  const s = state();
+  s.tasks ??= (async () => {
+    let enabled: boolean;
+    try {
+      enabled = (await loadExtensionsConfig({ logger: silentLogger })).config.mcpTasks.enabled;
+    } catch {
+      // An unreadable config is the toolkit's to report; look again on the next call.
+      s.tasks = undefined;
+      return null;
+    }
+    if (!enabled) return null;
+    const runtime = await createTaskRuntime({ notifier: new ServerNotifier() });
+    return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
+  })().catch((error: unknown) => {
+    s.tasks = undefined;
+    throw error;
+  });
+  return s.tasks;
+}
+
+export function serverWorkerDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  return ["off", "0", "false", "no"].includes(env[SERVER_WORKER_ENV_VAR]?.trim().toLowerCase() ?? "");
+}
+
+/**
+ * Starts the in-server worker once per process: only inside a LangGraph API server (its loopback is bound), with
+ * `mcpTasks.enabled`, and unless `MCP_HARNESS_SERVER_WORKER=off`. Ticks every `poll_interval_seconds`. Resolves
+ * to the worker, or null when none runs; never rejects (a failed start is logged).
+ */
+export function startServerTaskWorker(env: NodeJS.ProcessEnv = process.env): Promise<TaskWorker | null> {
+  const s = state();
+  s.worker ??= (async () => {
+    if (!langGraphServerLoopback() || serverWorkerDisabled(env)) return null;
+    const tasks = await getServerTasks();
+    if (tasks === null) return null;
+    const { runtime } = tasks;
+    const seconds = runtime.settings.poll_interval_seconds;
+    const worker = startTaskWorker({ runtime, intervalMs: seconds * 1000 });
+    consoleLogger.info(
+      `MCP task worker started in the LangGraph server: ticking every ${seconds}s as ${runtime.service.leaseOwner} on ` +
+        `${runtime.store.dialect}; notifications to ${serverApiTarget(env).description}`,
+    );
+    return worker;
+  })().catch((error: unknown) => {
+    consoleLogger.error(`MCP task worker did not start in the LangGraph server: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  });
+  return s.worker;
+}
+
+/** Stops the in-server worker (draining its tick), then the runtime and its toolkit; the next call starts anew. */
+export async function closeServerTasks(): Promise<void> {
+  const s = state();
+  const { worker, tasks } = s;
+  s.worker = undefined;
+  s.tasks = undefined;
+  await (await worker)?.stop();
+  const started = await tasks?.catch(() => null);
+  if (!started) return;
+  await started.runtime.stop();
+  await started.toolkit.close();
+}
