@@ -89,6 +89,35 @@ test("ticks never overlap: each starts after the previous one ended", async () =
   expect(order.slice(0, 10)).toEqual(["start", "end", "start", "end", "start", "end", "start", "end", "start", "end"]);
 });
 
+test("each tick invokes the graph with a signal of its own: the worker's long-lived signal collects nothing", async () => {
+  const s = await setup();
+  const real = createTaskWorkerGraph({ runtime: s.runtime });
+  const signals: AbortSignal[] = [];
+  let done!: () => void;
+  const fourTicks = new Promise<void>((resolve) => (done = resolve));
+  const recording = new Proxy(real, {
+    get(target, key, receiver) {
+      if (key !== "invoke") return Reflect.get(target, key, receiver);
+      return (input: Parameters<typeof real.invoke>[0], config: Parameters<typeof real.invoke>[1]) => {
+        signals.push(config!.signal!);
+        return target.invoke(input, config);
+      };
+    },
+  });
+  const worker = startTaskWorker({
+    graph: recording,
+    intervalMs: 0,
+    clock: () => s.clock.advance(1),
+    onTick: () => {
+      if (signals.length === 4) done();
+    },
+  });
+  workers.push(worker);
+  await fourTicks;
+  await worker.stop();
+  expect(new Set(signals).size).toBe(4);
+});
+
 test("a failed tick is logged and the loop goes on", async () => {
   const s = await setup();
   const logger = new RecordingLogger();

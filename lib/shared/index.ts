@@ -1,4 +1,5 @@
 export { isOwnText, McpToolCallError, ownText } from "./errors";
+export { withCallSignal } from "./abort";
 export { DeadlineExceededError, onAbort, withDeadline, withExtendableDeadline, type DeadlineKind, type DeadlineLimits } from "./deadline";
 export { MAX_TIMER_MS, MAX_TIMER_SECONDS, setClampedTimeout, timerDelay } from "./timers";
 export { boundText } from "./text";

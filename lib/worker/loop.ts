@@ -6,6 +6,7 @@
  */
 import type { TaskNotifier, TaskRuntime } from "../tasks";
 import { consoleLogger, type Logger } from "../shared/logger";
+import { withCallSignal } from "../shared/abort";
 import { setClampedTimeout } from "../shared/timers";
 import { cutCodePoints } from "../tasks/payload";
 import { createTaskWorkerGraph, tickReport, type TaskWorkerGraph, type TaskWorkerTickReport } from "./graph";
@@ -64,7 +65,7 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
     try {
       const now = options.clock?.().toISOString() ?? null;
       // Aborting the signal ends the invocation at once, even with a node still awaiting a remote call.
-      const state = await graph.invoke({ now }, { signal: abandon.signal });
+      const state = await withCallSignal(abandon.signal, (signal) => graph.invoke({ now }, { signal }));
       await options.onTick?.(tickReport(state));
     } catch (err) {
       if (abandon.signal.aborted) return;

@@ -195,4 +195,36 @@ describe("the notifier on its own, over the same real agent", () => {
     const unbuilt = createGraphNotifier({ graph: () => undefined });
     await expect(unbuilt.deliver(delivery("th-f"), "k-u")).rejects.toBeInstanceOf(BusyThreadError);
   });
+
+  test("each run gets a signal of its own (LangGraph never removes its listener), and close() still aborts a run in flight", async () => {
+    const h = await harness();
+    const signals: AbortSignal[] = [];
+    const recording = createGraphNotifier({
+      graph: {
+        getState: (config) => h.agent.graph.getState(config),
+        invoke: (input, config) => {
+          signals.push(config.signal!);
+          return h.agent.invoke(input as never, config as never);
+        },
+      },
+    });
+    for (const thread of ["th-s1", "th-s2", "th-s3"]) {
+      await h.say(thread, "hello");
+      await recording.deliver(delivery(thread), `k-${thread}`);
+    }
+    await recording.idle();
+    expect(new Set(signals).size).toBe(3);
+
+    await h.say("th-hang", "hello");
+    const hanging = createGraphNotifier({
+      graph: {
+        getState: (config) => h.agent.graph.getState(config),
+        invoke: (_input, config) =>
+          new Promise((_resolve, reject) => config.signal!.addEventListener("abort", () => reject(config.signal!.reason), { once: true })),
+      },
+    });
+    const { runId } = await hanging.deliver(delivery("th-hang"), "k-hang");
+    await hanging.close();
+    expect(await hanging.getRun(runId, "ann")).toEqual({ status: "error", error: "Notification run failed (Error)" });
+  });
 });

@@ -7,6 +7,7 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { withCallSignal } from "../../shared/abort";
 import { silentLogger, type Logger } from "../../shared/logger";
 import {
   BusyThreadError,
@@ -124,13 +125,14 @@ class InProcessGraphNotifier implements GraphNotifier {
       if (state.next.length > 0) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
       const run: GraphRun = { userId: delivery.userId, status: "running" };
       const runId = this.#remember(idempotencyKey, run);
-      const config: NotificationRunConfig = {
-        configurable: { thread_id: threadId },
-        context: { user_id: delivery.userId, non_interactive: true },
-        signal: this.#close.signal,
-      };
-      const settled = graph
-        .invoke({ messages: [notificationMessage(delivery, idempotencyKey)] }, config)
+      const settled = withCallSignal(this.#close.signal, (signal) => {
+        const config: NotificationRunConfig = {
+          configurable: { thread_id: threadId },
+          context: { user_id: delivery.userId, non_interactive: true },
+          signal,
+        };
+        return graph.invoke({ messages: [notificationMessage(delivery, idempotencyKey)] }, config);
+      })
         .then(
           () => {
             run.status = "success";
