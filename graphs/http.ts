@@ -7,21 +7,31 @@
  * worker starts (`graphs/server-tasks.ts`; `MCP_HARNESS_SERVER_WORKER=off` keeps it out).
  */
 import { adminTokenAuthorize, createGatewayApp, resetMcpToolsCache, type GatewayTaskRuntime } from "../lib";
-import type { TaskRuntime } from "../lib/tasks/index";
+import { langGraphServerLoopback, type TaskRuntime } from "../lib/tasks/index";
 import { getServerTasks, startServerTaskWorker } from "./server-tasks";
 
-/** The task routes answer 503 until the runtime has started (and when tasks are off). */
+/**
+ * The task routes on the server's task runtime: 503 until it has started (and when tasks are off). Inside the
+ * LangGraph server it starts with the server; imported anywhere else, on the first request.
+ */
 class ServerTaskRoutesRuntime implements GatewayTaskRuntime {
   #runtime: TaskRuntime | null = null;
+  #loading = false;
 
   constructor() {
+    if (langGraphServerLoopback()) this.#load();
+  }
+
+  #load(): void {
+    this.#loading = true;
     getServerTasks().then(
       (tasks) => (this.#runtime = tasks?.runtime ?? null),
-      () => undefined, // the agent's first run reports a failed start
+      () => (this.#loading = false), // the agent's first run reports a failed start; the next request retries
     );
   }
 
   get running(): boolean {
+    if (!this.#loading) this.#load();
     return this.#runtime?.running ?? false;
   }
 
