@@ -10,7 +10,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { serveStdio } from "./serve-stdio";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
@@ -73,21 +73,4 @@ export function createJobsServer(now: () => number = Date.now): McpServer {
   return server;
 }
 
-async function main(): Promise<void> {
-  const server = createJobsServer();
-  await server.connect(new StdioServerTransport());
-  const shutdown = () => {
-    void server.close().finally(() => process.exit(0));
-  };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
-  process.stdin.on("end", shutdown);
-}
-
-if (require.main === module) {
-  main().catch((error: unknown) => {
-    // stdout is the protocol channel: diagnostics go to stderr only
-    process.stderr.write(`demo jobs MCP server failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) serveStdio(createJobsServer(), "demo jobs MCP server");

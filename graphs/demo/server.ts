@@ -3,7 +3,7 @@
  * slow_count (progress notifications). Nothing here touches the network.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { serveStdio } from "./serve-stdio";
 import { z } from "zod";
 
 const SLOW_COUNT_MAX = 100;
@@ -73,21 +73,4 @@ export function createDemoServer(): McpServer {
   return server;
 }
 
-async function main(): Promise<void> {
-  const server = createDemoServer();
-  await server.connect(new StdioServerTransport());
-  const shutdown = () => {
-    void server.close().finally(() => process.exit(0));
-  };
-  process.on("SIGTERM", shutdown);
-  process.on("SIGINT", shutdown);
-  process.stdin.on("end", shutdown);
-}
-
-if (require.main === module) {
-  main().catch((error: unknown) => {
-    // stdout is the protocol channel: diagnostics go to stderr only
-    process.stderr.write(`demo MCP server failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(1);
-  });
-}
+if (require.main === module) serveStdio(createDemoServer(), "demo MCP server");
