@@ -14,6 +14,7 @@ import { createAgent } from "langchain";
 import sqlite3 from "sqlite3";
 import { z } from "zod";
 import { createMcpToolkit, McpTaskConfigurationError, RecordingLogger, silentLogger, type McpToolkit } from "../../lib";
+import { REDACTED } from "../../lib/shared";
 import { ScriptedChatModel } from "../../lib/agent";
 import { threadPaths } from "../../lib/sessions";
 import { createTaskRuntime, MemoryTaskNotifier, submitContract, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
@@ -289,6 +290,30 @@ describe("startup rules", () => {
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(taskId, "kim"))?.status).toBe("completed");
     expect(http.requests.slice(polled).every((r) => r.headers["x-key"] === undefined)).toBe(true);
+  });
+
+  test("a status answer echoing what the submit carried is scrubbed of the run's secrets before it is stored or delivered", async () => {
+    const s = await setup(
+      baseConfig({
+        keyed: { type: "http", url: http.url, headers_from_context: { headers: { "X-Key": "key" } }, task_toolsets: [{ name: "keyed", ...TOOLSET }] },
+      }),
+    );
+    const secret = "k-Zq7";
+    const model = new ScriptedChatModel([ScriptedChatModel.toolCall("keyed_start_job", { label: "e", mode: "echo_submit" }, "e-1"), { content: "ok" }]);
+    const agent = createAgent({ model, tools: s.tools, checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "kim", secrets: { key: secret } }, configurable: { thread_id: "th-e" } });
+    const taskId = (JSON.parse(String(toolMessages(result.messages)[0]!.content)) as SubmittedTask).task_id;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const task = (await s.runtime.service.getTask(taskId, "kim"))!;
+    expect(task.status).toBe("completed");
+    const echoed = task.result as { submitted_with: Record<string, unknown>; b64: string };
+    // The server did echo the header (so the checks below can fail): raw, inside JSON text, and base64.
+    expect(echoed.submitted_with["x-key"]).toBe(REDACTED);
+    expect(JSON.stringify(task)).not.toContain(secret);
+    expect(Buffer.from(echoed.b64, "base64").toString("utf8")).not.toContain(secret);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect(s.notifier.deliveriesOf(taskId)).toHaveLength(1);
+    expect(JSON.stringify(s.notifier.deliveriesOf(taskId))).not.toContain(secret);
   });
 
   test("one warning per task server declaring request-scoped credentials", async () => {

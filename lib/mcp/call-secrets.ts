@@ -14,6 +14,8 @@ import { headerSecrets, recordSecrets, Redactor } from "../shared/redact";
 export class CallSecrets {
   private readonly fixed: readonly string[];
   private readonly headerSets = new Set<HeaderMap>();
+  /** Secrets an earlier call left with the session this one runs on (stdio), or a task's submit left with its scope. */
+  private remembered: readonly string[] = [];
   /** Both derived from the header sets noted so far; dropped when another one is noted. */
   private known: readonly string[] | undefined;
   private memo: Redactor | undefined;
@@ -30,14 +32,22 @@ export class CallSecrets {
     this.memo = undefined;
   }
 
-  /** Every secret known so far: the server's, the run's and those of the headers noted. */
+  /** Secrets from before this call that its answer may echo; they join the redactor, not `values()`. */
+  noteRemembered(values: readonly string[]): void {
+    if (values === this.remembered) return;
+    this.remembered = values;
+    this.memo = undefined;
+  }
+
+  /** Every secret this call carried: the server's, the run's and those of the headers noted. */
   values(): readonly string[] {
     this.known ??= this.headerSets.size === 0 ? this.fixed : [...this.fixed, ...headerSecrets(...this.headerSets)];
     return this.known;
   }
 
+  /** Scrubs what this call carried and what it was told to remember. */
   redactor(): Redactor {
-    this.memo ??= Redactor.of(this.values());
+    this.memo ??= Redactor.of(this.remembered.length === 0 ? this.values() : [...this.values(), ...this.remembered]);
     return this.memo;
   }
 

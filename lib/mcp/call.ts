@@ -134,8 +134,8 @@ function sendToServer(
       const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
+        if (stdio) secrets.noteRemembered(lease.session.rememberSecrets(secrets.values()));
         const redactor = secrets.redactor();
-        if (stdio) lease.session.rememberSecrets(secrets.values());
         const progress =
           writer || limits.timeoutMs !== null
             ? lease.session.progress.register((p: Progress) => {
@@ -288,6 +288,7 @@ export async function runDirectCall(
   signal: AbortSignal | undefined,
   opts: CallPathOptions,
   workspace: CallWorkspace = {},
+  carried?: (values: readonly string[]) => void,
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -306,5 +307,8 @@ export async function runDirectCall(
   } catch (err) {
     if (isGraphBubbleUp(err) || signal?.aborted) throw err;
     throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));
+  } finally {
+    // Also after a failure: the request may have reached the server.
+    carried?.(secrets.values());
   }
 }

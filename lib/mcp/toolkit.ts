@@ -122,6 +122,10 @@ export interface McpDirectToolCall {
   signal?: AbortSignal;
   /** The stdio session to use (a durable task's user and thread); default: the runtime's scope. */
   scope?: { userId: string; threadId: string };
+  /** More values to scrub from the answer: secrets an earlier call sent that this one does not carry (a task's submit). */
+  rememberedSecrets?: readonly string[];
+  /** Told every secret the call carried, once it is over (also when it failed). */
+  onCarriedSecrets?: (values: readonly string[]) => void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
@@ -406,6 +410,8 @@ export class McpToolkit {
     if (!entry) throw ownText(new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`));
     const requestScoped = call.requestScopedHeaders ?? true;
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
+    const opts = requestScoped ? entry.requestScoped : entry.serverLevel;
+    const remembered = call.rememberedSecrets ?? [];
     return runDirectCall(
       {
         pool: generation.pool,
@@ -416,7 +422,9 @@ export class McpToolkit {
       call.args,
       runtime,
       call.signal ?? runtime?.signal,
-      requestScoped ? entry.requestScoped : entry.serverLevel,
+      remembered.length === 0 ? opts : { ...opts, secrets: [...opts.secrets, ...remembered] },
+      {},
+      call.onCarriedSecrets,
     );
   }
 

@@ -23,10 +23,11 @@ export interface McpSession {
   /** stdio: the child's process id. */
   readonly pid?: number;
   /**
-   * Adds a call's secrets to those scrubbed from the session's later log lines (a stdio child may print what a
-   * call sent it at any time). The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
+   * Adds a call's secrets to those the session remembers and returns all of them: a stdio child may print or
+   * answer with what an earlier call sent it at any time, so they are scrubbed from its log lines and from the
+   * results of its later calls. The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
    */
-  rememberSecrets(values: readonly string[]): void;
+  rememberSecrets(values: readonly string[]): readonly string[];
 }
 
 export interface SessionLease {
@@ -54,6 +55,8 @@ interface Entry {
   readonly closesWhenIdle: boolean;
   /** Secrets calls on this session carried; see `McpSession.rememberSecrets`. */
   readonly secrets: Set<string>;
+  /** `secrets` as a list, until it changes. */
+  secretList?: readonly string[];
   /** Aborts a creation nobody waits for any more. */
   readonly creation: AbortController;
   /** Set right after the entry is created; the connect needs the entry's identity. */
@@ -333,10 +336,17 @@ export class SessionPool {
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
       rememberSecrets: (values) => {
         for (const value of values) {
-          entry.secrets.delete(value);
-          entry.secrets.add(value);
+          if (entry.secrets.delete(value)) entry.secrets.add(value);
+          else {
+            entry.secrets.add(value);
+            entry.secretList = undefined;
+          }
         }
-        while (entry.secrets.size > SESSION_SECRETS_LIMIT) entry.secrets.delete(entry.secrets.values().next().value as string);
+        while (entry.secrets.size > SESSION_SECRETS_LIMIT) {
+          entry.secrets.delete(entry.secrets.values().next().value as string);
+          entry.secretList = undefined;
+        }
+        return (entry.secretList ??= [...entry.secrets]);
       },
     };
     entry.session = session;

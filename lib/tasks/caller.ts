@@ -9,6 +9,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { isCommand } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
+import { SubmitSecretsMemory } from "./submit-secrets";
 
 export interface TaskToolCall {
   serverName: string;
@@ -35,11 +36,15 @@ export class TaskCallShortCircuitError extends Error {
   }
 }
 
-/** The task caller over a toolkit's pools and interceptor chains. */
-export function toolkitTaskCaller(toolkit: McpToolkit): TaskToolCaller {
+/**
+ * The task caller over a toolkit's pools and interceptor chains. A submit's secrets are remembered in `memory` for
+ * its (server, user, thread), and scrubbed from the answers of that scope's status and cancel calls.
+ */
+export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemory = new SubmitSecretsMemory()): TaskToolCaller {
   return {
     async callTool(call) {
       const runtime = call.runtime as ToolRuntime | undefined;
+      const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
       const outcome = await toolkit.callTool({
         server: call.serverName,
         tool: call.toolName,
@@ -48,6 +53,9 @@ export function toolkitTaskCaller(toolkit: McpToolkit): TaskToolCaller {
         requestScopedHeaders: runtime !== undefined,
         scope: { userId: call.userId, threadId: call.threadId },
         signal: call.signal,
+        ...(runtime !== undefined
+          ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
+          : { rememberedSecrets: memory.recall(key) }),
       });
       if (ToolMessage.isInstance(outcome)) {
         const text = typeof outcome.content === "string" ? outcome.content : "";

@@ -30,6 +30,7 @@ import { McpTaskDriverRegistry } from "./model";
 import type { TaskNotifier } from "./notifier";
 import { McpTaskService, type TickReport } from "./service";
 import { openTaskStore, type TaskStore } from "./store";
+import { SubmitSecretsMemory } from "./submit-secrets";
 import { TaskToolWrapper } from "./task-tools";
 
 /** Fields of a task server that stay hot-reloadable (presentation only). */
@@ -160,7 +161,8 @@ export class TaskRuntime implements ToolkitTaskHooks {
   }
 
   private caller(): TaskToolCaller {
-    return { callTool: (call) => toolkitTaskCaller(this.toolkit).callTool(call) };
+    const memory = new SubmitSecretsMemory();
+    return { callTool: (call) => toolkitTaskCaller(this.toolkit, memory).callTool(call) };
   }
 }
 

@@ -1,0 +1,48 @@
+/**
+ * A stdio child keeps what calls sent it: a later call in the same (user, thread) session, from a run that carries
+ * none of those secrets, may answer with them. The session remembers every call's secrets and each later call's
+ * answer is scrubbed of them too. Here a per-run header (added by an interceptor from the run's secrets) reaches
+ * the child in `_meta.headers` at submit; the next call, from a run without secrets, asks for it back.
+ */
+import { afterAll, beforeAll, expect, test } from "@jest/globals";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { REDACTED } from "../../lib/shared";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { stdioFixture } from "../fixtures/stdio";
+
+const SECRET = "run-token-8Hq";
+let toolkit: McpToolkit;
+let graph: ToolNodeGraph;
+
+/** Sends the run's `secrets.token` (when it has one) to the server as a header. */
+const runToken: McpToolInterceptor = (request, next) => {
+  const token = (request.runtime?.context as { secrets?: { token?: string } } | undefined)?.secrets?.token;
+  return next(token === undefined ? request : request.override({ headers: { ...request.headers, "X-Run-Token": token } }));
+};
+
+beforeAll(async () => {
+  const dir = await makeTempDir("remembered-secrets-");
+  const configPath = await writeConfig(dir, { mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }) } } });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: dir, interceptors: [runToken] });
+  graph = toolNodeGraph(await toolkit.getTools());
+});
+afterAll(async () => {
+  await toolkit.close();
+});
+
+test("a later call's answer is scrubbed of what an earlier call in the same stdio session carried", async () => {
+  const scope = { configurable: { thread_id: "th-r" } };
+  // The session exists before the secret arrives: what it remembers grows afterwards.
+  await callThroughGraph(graph, "local_pid", {}, { ...scope, context: { user_id: "ann" } });
+  const started = await callThroughGraph(graph, "local_start_job", { label: "r", mode: "echo_submit" }, { ...scope, context: { user_id: "ann", secrets: { token: SECRET } } });
+  const { task_id: jobId } = JSON.parse(String(started.content)) as { task_id: string };
+  const answered = await callThroughGraph(graph, "local_job_status", { task_id: jobId }, { ...scope, context: { user_id: "ann" } });
+  const text = String(answered.content);
+  const result = (JSON.parse(text) as { result: { submitted_with: Record<string, unknown>; b64: string } }).result;
+  // The child did send the header back (so the checks can fail): raw and base64.
+  expect(result.submitted_with["X-Run-Token"]).toBe(REDACTED);
+  expect(text).not.toContain(SECRET);
+  expect(Buffer.from(result.b64, "base64").toString("utf8")).not.toContain(SECRET);
+  expect(JSON.stringify(answered.artifact ?? null)).not.toContain(SECRET);
+});

@@ -1,0 +1,48 @@
+/**
+ * What task submits carried (the run's request-scoped secrets among them), remembered in this process per
+ * (server, user, thread): status and cancel calls carry server-level credentials only, yet a job server may echo
+ * what it was sent at submit in a later answer, so that scope's answers are scrubbed of these too. Memory only,
+ * never stored: after a restart, or in a worker process that took no submit, the server-level secrets (and a stdio
+ * session's own memory) are what is known.
+ */
+export const SUBMIT_SECRETS_MAX_SCOPES = 4096;
+export const SUBMIT_SECRETS_MAX_PER_SCOPE = 64;
+
+export class SubmitSecretsMemory {
+  readonly #scopes = new Map<string, { values: Set<string>; list?: readonly string[] }>();
+
+  constructor(
+    private readonly maxScopes = SUBMIT_SECRETS_MAX_SCOPES,
+    private readonly maxPerScope = SUBMIT_SECRETS_MAX_PER_SCOPE,
+  ) {}
+
+  static key(serverName: string, userId: string, threadId: string): string {
+    return JSON.stringify([serverName, userId, threadId]);
+  }
+
+  remember(key: string, values: readonly string[]): void {
+    if (values.length === 0) return;
+    let scope = this.#scopes.get(key);
+    if (scope) this.#scopes.delete(key);
+    else scope = { values: new Set() };
+    this.#scopes.set(key, scope); // most recently used last
+    for (const value of values) {
+      scope.values.delete(value);
+      scope.values.add(value);
+    }
+    while (scope.values.size > this.maxPerScope) scope.values.delete(scope.values.values().next().value as string);
+    scope.list = undefined;
+    while (this.#scopes.size > this.maxScopes) this.#scopes.delete(this.#scopes.keys().next().value as string);
+  }
+
+  recall(key: string): readonly string[] {
+    const scope = this.#scopes.get(key);
+    if (!scope) return [];
+    return (scope.list ??= [...scope.values]);
+  }
+
+  /** Scopes remembered (for tests and diagnostics). */
+  get size(): number {
+    return this.#scopes.size;
+  }
+}
