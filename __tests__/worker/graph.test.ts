@@ -51,6 +51,7 @@ const ZERO = {
   deferred: 0,
   deadLettered: 0,
   errors: 0,
+  backlog: false,
 };
 
 describe("one tick per invocation", () => {
@@ -159,5 +160,28 @@ describe("one tick per invocation", () => {
     const s = await setup();
     expect(() => createTaskWorkerGraph({ runtime: s.runtime, notifier: new EventedNotifier() })).toThrow("already delivers through another notifier");
     expect(() => createTaskWorkerGraph({ runtime: s.runtime, notifier: s.notifier })).not.toThrow();
+  });
+});
+
+describe("backlog: a phase that handled a full batch (max_concurrent_polls) says more may be due", () => {
+  test("cancellations, polls and notifications each set it; a tick with less clears it", async () => {
+    const clock = new Clock();
+    const s = await setupRuntime({ url: http.url, clock: clock.now, tasks: { max_concurrent_polls: 2 } });
+    runtimes.push(s.runtime);
+    const silent = createTaskWorkerGraph({ runtime: s.runtime });
+    const tick = async (graph = silent) => tickReport(await graph.invoke({ now: clock.advance(5).toISOString() }));
+
+    const doomed = [await submitJob(s.runtime, { label: "c1" }, { thread: "th-c1" }), await submitJob(s.runtime, { label: "c2" }, { thread: "th-c2" })];
+    for (const task of doomed) await s.runtime.service.cancelTask(task.id, task.thread_id, "ann");
+    expect(await tick()).toMatchObject({ cancelled: 2, claimed: 0, backlog: true });
+
+    await submitJob(s.runtime, { label: "p1" }, { thread: "th-p1" });
+    await submitJob(s.runtime, { label: "p2" }, { thread: "th-p2" });
+    expect(await tick()).toMatchObject({ cancelled: 0, claimed: 2, backlog: true });
+    expect(await tick()).toMatchObject({ claimed: 0, backlog: false });
+
+    // Four events wait (two cancelled, two completed); notifications take two a tick.
+    const delivering = createTaskWorkerGraph({ runtime: s.runtime, notifier: new EventedNotifier() });
+    expect(await tick(delivering)).toMatchObject({ claimed: 0, notified: 2, backlog: true });
   });
 });

@@ -63,6 +63,33 @@ test("a short interval polls submitted tasks to completion and delivers each eve
   expect(worker.ticks).toBe(ticks.length);
 });
 
+test("a tick that took a full batch is followed at once: more due tasks than max_concurrent_polls need no extra intervals", async () => {
+  const clock = new Clock();
+  const s = await setupRuntime({ url: http.url, clock: clock.now, tasks: { max_concurrent_polls: 2 } });
+  runtimes.push(s.runtime);
+  for (let i = 0; i < 5; i += 1) await submitJob(s.runtime, { label: `b${i}` }, { thread: `th-b${i}` });
+  const reports: TaskWorkerTickReport[] = [];
+  let done!: () => void;
+  const allApplied = new Promise<void>((resolve) => (done = resolve));
+  const worker = startTaskWorker({
+    runtime: s.runtime,
+    intervalMs: 3_600_000, // only the backlog rule can run a second tick within the test
+    clock: () => (reports.length === 0 ? clock.advance(5) : clock.now()),
+    onTick: (report) => {
+      reports.push(report);
+      if (reports.reduce((n, r) => n + r.applied, 0) === 5) done();
+    },
+  });
+  workers.push(worker);
+  await allApplied;
+  await worker.stop();
+  expect(reports.map((r) => [r.claimed, r.backlog])).toEqual([
+    [2, true],
+    [2, true],
+    [1, false],
+  ]);
+});
+
 test("ticks never overlap: each starts after the previous one ended", async () => {
   const s = await setup();
   const order: string[] = [];

@@ -43,6 +43,11 @@ export type TaskWorkerTickReport = Record<TickCounter, number> & {
   /** The tick's time (ISO), the `now` input when given. */
   tickAt: string;
   polls: TaskPollSummary[];
+  /**
+   * A phase took a full batch (`max_concurrent_polls` cancels, polls or notifications): more may be due now, so
+   * `startTaskWorker` runs the next tick at once instead of after its interval.
+   */
+  backlog: boolean;
 };
 
 const counter = () => Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 });
@@ -67,6 +72,7 @@ export const TaskWorkerState = Annotation.Root({
   deadLettered: counter(),
   errors: counter(),
   polls: Annotation<TaskPollSummary[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+  backlog: Annotation<boolean>({ reducer: (a, b) => a || b, default: () => false }),
 });
 type State = typeof TaskWorkerState.State;
 type Update = typeof TaskWorkerState.Update;
@@ -100,6 +106,8 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
   /** Rows claimed by ticks of this process that are still being polled, per tick. */
   const claims = new Map<string, { at: Date; rows: Map<string, TaskRecord> }>();
   const tickTime = (state: State): Date => (state.now ? new Date(state.now) : runtime.store.now());
+  /** Every phase claims at most this many rows; a phase that handled as many may have left more due. */
+  const full = (handled: number): boolean => handled >= service.settings.max_concurrent_polls;
 
   const cancellations = async (state: State): Promise<Update> => {
     const at = tickTime(state);
@@ -112,6 +120,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
       cancelled: new Overwrite(report.cancelled),
       cancelRetried: new Overwrite(report.cancelRetried),
       errors: new Overwrite(report.errors),
+      backlog: new Overwrite(full(report.cancelled + report.cancelRetried + report.errors)),
     } as Update;
   };
 
@@ -119,7 +128,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
     const at = new Date(state.tickAt);
     const rows = await service.claimDuePolls(at);
     if (rows.length > 0) claims.set(state.tick, { at, rows: new Map(rows.map((row) => [row.id, row])) });
-    return { claimed: rows.length };
+    return { claimed: rows.length, backlog: full(rows.length) };
   };
 
   const fanOut = (state: State): Send[] | "notifications" => {
@@ -168,6 +177,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
       deferred: report.deferred,
       deadLettered: report.deadLettered,
       errors: report.errors,
+      backlog: full(report.notified + report.delivered + report.notificationRetried + report.deferred + report.deadLettered + report.errors),
       now: null,
     };
   };
@@ -189,7 +199,7 @@ export type TaskWorkerGraph = ReturnType<typeof createTaskWorkerGraph>;
 
 /** The report of a finished tick, from the graph's output state. */
 export function tickReport(state: State): TaskWorkerTickReport {
-  const report = { tickAt: state.tickAt, polls: state.polls } as TaskWorkerTickReport;
+  const report = { tickAt: state.tickAt, polls: state.polls, backlog: state.backlog } as TaskWorkerTickReport;
   for (const name of TICK_COUNTERS) report[name] = state[name];
   return report;
 }

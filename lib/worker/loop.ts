@@ -1,7 +1,8 @@
 /**
  * `startTaskWorker` (SPEC §7): runs the worker graph one tick at a time on an interval, in this process.
- * Ticks never overlap (the next is scheduled when the last one ends); a failed tick is logged and the loop goes
- * on. `stop()` lets the tick in progress finish (for at most `drainTimeoutMs`), then abandons it: what it had
+ * Ticks never overlap: the next is scheduled when the last one ends, or runs at once when the last one took a
+ * full batch (so one worker keeps up with more due tasks than `max_concurrent_polls` per interval). A failed tick
+ * is logged and the loop goes on. `stop()` lets the tick in progress finish (for at most `drainTimeoutMs`), then abandons it: what it had
  * claimed stays leased until the lease expires, and fenced writes keep a late answer from landing.
  */
 import type { TaskNotifier, TaskRuntime } from "../tasks";
@@ -61,12 +62,18 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
   let current: Promise<void> | null = null;
   let ticks = 0;
 
+  /** Whether the last tick left work due now (a full batch): the next one then runs without the pause. */
+  let backlog = false;
+
   const tick = async (): Promise<void> => {
+    backlog = false;
     try {
       const now = options.clock?.().toISOString() ?? null;
       // Aborting the signal ends the invocation at once, even with a node still awaiting a remote call.
       const state = await withCallSignal(abandon.signal, (signal) => graph.invoke({ now }, { signal }));
-      await options.onTick?.(tickReport(state));
+      const report = tickReport(state);
+      backlog = report.backlog;
+      await options.onTick?.(report);
     } catch (err) {
       if (abandon.signal.aborted) return;
       logger.error(`MCP task worker tick failed; the next tick runs as scheduled: ${cutCodePoints(err instanceof Error ? err.message || err.name : String(err), LOGGED_ERROR_MAX_CHARS)}`);
@@ -85,7 +92,7 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
     if (stopping) return;
     current = tick().finally(() => {
       current = null;
-      if (!stopping) timer = setClampedTimeout(run, options.intervalMs);
+      if (!stopping) timer = setClampedTimeout(run, backlog ? 0 : options.intervalMs);
     });
   };
   timer = setClampedTimeout(run, 0);
