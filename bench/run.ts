@@ -24,6 +24,7 @@ import { taskStoreFigures } from "./tasks";
 import { sessionFigures } from "./sessions";
 import { gatewayFigures } from "./gateway";
 import { taskRuntimeFigures } from "./task-runtime";
+import { taskWorkerFigures } from "./task-worker";
 import { fmtMs, interleaved, median, printTable, roundRobin, type Row } from "./stats";
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 400);
@@ -302,6 +303,7 @@ async function main(): Promise<void> {
     sessions: sessionFigures,
     gateway: gatewayFigures,
     "task-runtime": taskRuntimeFigures,
+    "task-worker": taskWorkerFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);

@@ -32,8 +32,8 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 400);
 const TASKS = Number(process.env.BENCH_RUNTIME_TASKS ?? 500);
 const CONCURRENCY = [8, 32] as const;
 /** PostgreSQL rows run only when one of these is set; each run gets its own schema, dropped afterwards. */
-const PG_URL = process.env.MCP_HARNESS_BENCH_POSTGRES_URL ?? process.env.MCP_HARNESS_TEST_POSTGRES_URL;
-const TOOLSET = { name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+export const PG_URL = process.env.MCP_HARNESS_BENCH_POSTGRES_URL ?? process.env.MCP_HARNESS_TEST_POSTGRES_URL;
+export const TOOLSET = { name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const POLL_INTERVAL = 5;
 const submitted = new TaskSnapshot({ status: "working" });
 
@@ -46,7 +46,7 @@ interface Harness {
 }
 
 /** Fresh database URLs; PostgreSQL schemas are remembered and dropped by `cleanup`. */
-class Databases {
+export class Databases {
   readonly #schemas: string[] = [];
 
   async sqlite(): Promise<string> {
@@ -112,14 +112,14 @@ async function submitTask(h: Harness, thread: string): Promise<string> {
   return (JSON.parse(String(message.content)) as SubmittedTask).task_id;
 }
 
-async function bareClient(url: string): Promise<Client> {
+export async function bareClient(url: string): Promise<Client> {
   const client = new Client({ name: "bench", version: "0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
 
 /** `count` jobs of `work(i)` over `concurrency` workers; returns the elapsed milliseconds. */
-async function pooled(count: number, concurrency: number, work: (i: number) => Promise<unknown>): Promise<number> {
+export async function pooled(count: number, concurrency: number, work: (i: number) => Promise<unknown>): Promise<number> {
   let next = 0;
   const t = performance.now();
   await Promise.all(
@@ -130,7 +130,7 @@ async function pooled(count: number, concurrency: number, work: (i: number) => P
   return performance.now() - t;
 }
 
-function latencyRows(rows: Row[], label: string, ours: number[], base: number[]): void {
+export function latencyRows(rows: Row[], label: string, ours: number[], base: number[]): void {
   rows.push(
     {
       figure: `${label}, median of ${ours.length}`,

@@ -5,9 +5,13 @@ const COLUMNS =
   "id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data, notification_status, " +
   "next_poll_at, poll_attempt_count, consecutive_poll_error_count, created_at, updated_at, event_version, notified_version";
 
-/** `due` pollable rows due at `at`, then `terminal` completed and delivered rows. */
-export async function seedRows(db: Db, due: number, terminal: number, at: Date): Promise<void> {
+/**
+ * `due` pollable rows due at `at`, then `terminal` completed and delivered rows. A row's remote id is its id
+ * (`due-0000000`, …); `driverData` (plain strings only) is written into every row.
+ */
+export async function seedRows(db: Db, due: number, terminal: number, at: Date, driverData: Record<string, string> = {}): Promise<void> {
   const ts = at.toISOString();
+  const data = JSON.stringify(driverData).replace(/'/g, "''");
   const cast = db.dialect === "postgres" ? "::timestamptz" : "";
   const chunk = 1000;
   for (const [count, prefix, status, note, version, next] of [
@@ -18,7 +22,7 @@ export async function seedRows(db: Db, due: number, terminal: number, at: Date):
       const n = Math.min(chunk, count - start);
       const values = Array.from({ length: n }, (_, i) => {
         const id = `${prefix}-${String(start + i).padStart(7, "0")}`;
-        return `('${id}', 'bench', 'thread', 'jobs', 'ordinary-tools', '${id}', 'job', '${status}', '{}', '${note}', ${next}, 0, 0, $1${cast}, $1${cast}, ${version}, ${version})`;
+        return `('${id}', 'bench', 'thread', 'jobs', 'ordinary-tools', '${id}', 'job', '${status}', '${data}', '${note}', ${next}, 0, 0, $1${cast}, $1${cast}, ${version}, ${version})`;
       });
       await db.rows(`INSERT INTO mcp_tasks (${COLUMNS}) VALUES ${values.join(", ")}`, [ts]);
     }
