@@ -80,6 +80,23 @@ describe("against langgraphjs dev", () => {
     expect(await notifier.getRun(runId, "ann", { threadId: thread })).toEqual({ status: "success" });
   });
 
+  test("a thread waiting at an interrupt is busy; once the interrupt is answered the delivery goes through", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
+    const { thread_id: thread } = await client.threads.create();
+    const paused = await client.runs.create(thread, "agent", { input: { messages: [{ type: "human", content: "pause" }] } });
+    await client.runs.join(thread, paused.run_id);
+    expect((await client.threads.get(thread)).status).toBe("interrupted");
+    const key = notificationIdempotencyKey("mcp-task-s3", 1, 0);
+    await expect(notifier.deliver(delivery(thread, "mcp-task-s3"), key)).rejects.toBeInstanceOf(BusyThreadError);
+    expect(await client.runs.list(thread)).toHaveLength(1);
+
+    const resumed = await client.runs.create(thread, "agent", { command: { resume: "ok" } });
+    await client.runs.join(thread, resumed.run_id);
+    const { runId } = await notifier.deliver(delivery(thread, "mcp-task-s3"), key);
+    await client.runs.join(thread, runId);
+    expect(await notifier.getRun(runId, "ann", { threadId: thread })).toEqual({ status: "success" });
+  });
+
   test("a thread that does not exist, or was deleted, is gone", async () => {
     const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
     await expect(notifier.deliver(delivery("00000000-0000-4000-8000-000000000001"), "k-1")).rejects.toBeInstanceOf(ThreadGoneError);
@@ -168,7 +185,7 @@ describe("against a minimal HTTP server", () => {
     const notifier = createLangGraphServerNotifier({ apiUrl: url });
     createStatus = 409;
     await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(BusyThreadError);
-    expect(calls.slice(-3)).toEqual(["GET /threads/t/runs?limit=100&offset=0", "POST /threads/t/runs", "GET /threads/t"]);
+    expect(calls.slice(-4)).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t", "POST /threads/t/runs", "GET /threads/t"]);
     createStatus = 404;
     await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(ThreadGoneError);
     createStatus = 400;
@@ -187,8 +204,8 @@ describe("against a minimal HTTP server", () => {
     calls.length = 0;
     apiKeys.length = 0;
     await expect(choice.notifier!.deliver(delivery("t"), "k")).rejects.toThrow("HTTP 400");
-    expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "POST /threads/t/runs"]);
-    expect(apiKeys).toEqual(["k-ours-1", "k-ours-1"]);
+    expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t", "POST /threads/t/runs"]);
+    expect(apiKeys).toEqual(["k-ours-1", "k-ours-1", "k-ours-1"]);
 
     // The URL from the environment; the SDK's own key variable as the fallback.
     const fromEnv = await resolveWorkerNotifier({

@@ -2,9 +2,10 @@
  * The LangGraph server notifier (SPEC §7): a task event becomes a run on the task's thread through
  * `@langchain/langgraph-sdk`, with the idempotency key in the run's metadata. `multitaskStrategy: "reject"` and
  * `ifNotExists: "reject"`: a busy thread is answered 409 (the JS server says 422), a missing (or not this
- * caller's) thread 404. Errors never quote the server's answer: it may echo request data.
+ * caller's) thread 404; a thread waiting at an interrupt is busy too. Errors never quote the server's answer: it
+ * may echo request data.
  */
-import { Client, type Run } from "@langchain/langgraph-sdk";
+import { Client, type Run, type Thread } from "@langchain/langgraph-sdk";
 import {
   BusyThreadError,
   ThreadGoneError,
@@ -97,6 +98,11 @@ class LangGraphServerNotifier implements TaskNotifier {
     }
     const existing = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
     if (existing) return { runId: existing.run_id };
+    // A thread waiting at an interrupt has no run in flight, but new input would run past the pending interrupt
+    // (an agent's unanswered tool calls): it is busy until the interrupt is answered, as for the graph notifier.
+    if ((await this.#thread(threadId, signal)).status === "interrupted") {
+      throw new BusyThreadError(`Thread '${threadId}' is waiting at an interrupt`);
+    }
 
     const message = notificationMessage(delivery, idempotencyKey);
     try {
@@ -142,13 +148,22 @@ class LangGraphServerNotifier implements TaskNotifier {
     return run.status === "error" ? { status: "error", error: "The notification run ended with an error" } : { status: run.status };
   }
 
+  async #thread(threadId: string, signal: AbortSignal | undefined): Promise<Thread> {
+    try {
+      return await this.#client.threads.get(threadId, { signal });
+    } catch (err) {
+      if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+      throw serverError(err, "the thread lookup");
+    }
+  }
+
   async #threadMissing(threadId: string, signal: AbortSignal | undefined): Promise<boolean> {
     try {
-      await this.#client.threads.get(threadId, { signal });
+      await this.#thread(threadId, signal);
       return false;
     } catch (err) {
-      if (httpStatus(err) === 404) return true;
-      throw serverError(err, "the thread lookup");
+      if (err instanceof ThreadGoneError) return true;
+      throw err;
     }
   }
 }
