@@ -23,7 +23,7 @@ import {
 } from "../lib/tasks/index";
 import { startTaskWorker, type TaskWorker } from "../lib/worker/index";
 
-/** `off` (or `0`, `false`) keeps the worker out of the server: run `mcp-harness worker` processes or a cron instead. */
+/** `off` (or `0`, `false`, `no`) keeps the worker out of the server: run `mcp-harness worker` processes or a cron instead. */
 export const SERVER_WORKER_ENV_VAR = "MCP_HARNESS_SERVER_WORKER";
 /** The assistant (graph id) whose runs carry task notifications. */
 export const NOTIFICATION_ASSISTANT = "agent";
@@ -124,6 +124,7 @@ export function getServerTasks(): Promise<ServerTasks | null> {
   return s.tasks;
 }
 
+/** Whether `MCP_HARNESS_SERVER_WORKER` keeps the worker out of the server. */
 export function serverWorkerDisabled(env: NodeJS.ProcessEnv = process.env): boolean {
   return ["off", "0", "false", "no"].includes(env[SERVER_WORKER_ENV_VAR]?.trim().toLowerCase() ?? "");
 }

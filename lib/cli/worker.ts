@@ -55,8 +55,9 @@ function stopRequested(io: CliIo): { promise: Promise<string>; dispose(): void }
 }
 
 /**
- * `worker [config] [--interval <seconds>] [--json] [--notifier none|langgraph [--api-url <url>] [--assistant <id>]]`: runs the background task graph against
- * the configured store until SIGTERM/SIGINT, one line per tick that changed something; then drains and exits 0.
+ * `worker [config] [--interval <seconds>] [--json] [--notifier none|langgraph [--api-url <url>] [--assistant <id>]]`:
+ * runs the background task graph against the configured store until SIGTERM/SIGINT, one line per tick that changed
+ * something; then drains and exits 0.
  */
 export async function workerCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { positional, flags, values } = parseArgs(args, ["json"], 1, ["interval", "notifier", ...Object.values(WORKER_NOTIFIER_OPTIONS).flat()]);
