@@ -13,17 +13,12 @@ import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
-import {
-  changedFiles,
-  isExpiredSession,
-  runScope,
-  snapshotWorkspace,
-  translateResultPaths,
-  virtualWorkspaceChanges,
-  type PathContext,
-  type SessionPool,
-  type SessionScope,
-} from "../sessions";
+// The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
+import { changedFiles, snapshotWorkspace } from "../sessions/changes";
+import { isExpiredSession } from "../sessions/expired";
+import { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import type { SessionPool } from "../sessions/pool";
+import { runScope, type SessionScope } from "../sessions/scope";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -151,14 +146,17 @@ function sendToServer(
                 } satisfies McpProgressEvent);
               })
             : undefined;
-        const meta = {
-          ...request.meta,
-          ...(stdio && Object.keys(headers).length > 0 ? { headers: { ...headers } } : {}),
-          ...(progress ? { progressToken: progress.token } : {}),
+        const meta: Record<string, unknown> = { ...request.meta };
+        if (stdio && Object.keys(headers).length > 0) meta.headers = { ...headers };
+        if (progress) meta.progressToken = progress.token;
+        const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
+          name: request.toolName,
+          arguments: { ...request.args },
         };
+        if (Object.keys(meta).length > 0) params._meta = meta;
         try {
           return (await lease.session.client.callTool(
-            { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
+            params,
             undefined,
             { signal: callSignal, timeout: MAX_TIMER_MS },
           )) as CallToolResult;
