@@ -129,8 +129,8 @@ function sendToServer(
       const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
-        if (stdio) secrets.noteRemembered(lease.session.rememberSecrets(secrets.values()));
-        const redactor = secrets.redactor();
+        // Set once the request is written (below); the listener cannot run before then.
+        let redactor: Redactor | undefined;
         const progress =
           writer || limits.timeoutMs !== null
             ? lease.session.progress.register((p: Progress) => {
@@ -142,7 +142,7 @@ function sendToServer(
                   tool: record.rawName,
                   progress: p.progress,
                   total: p.total,
-                  message: p.message === undefined ? undefined : redactor.text(p.message),
+                  message: p.message === undefined ? undefined : (redactor ??= secrets.redactor()).text(p.message),
                 } satisfies McpProgressEvent);
               })
             : undefined;
@@ -155,11 +155,12 @@ function sendToServer(
         };
         if (Object.keys(meta).length > 0) params._meta = meta;
         try {
-          return (await lease.session.client.callTool(
-            params,
-            undefined,
-            { signal: callSignal, timeout: MAX_TIMER_MS },
-          )) as CallToolResult;
+          const pending = lease.session.client.callTool(params, undefined, { signal: callSignal, timeout: MAX_TIMER_MS });
+          // The request is on its way: the session's remembered secrets and the redactor are set up while the server
+          // works, still before anything it sends back (log lines, progress, the result) can be read.
+          if (stdio) secrets.noteRemembered(lease.session.rememberSecrets(secrets.values()));
+          redactor = secrets.redactor();
+          return (await pending) as CallToolResult;
         } finally {
           progress?.done();
         }
