@@ -8,6 +8,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
+import { alive, waitUntil } from "../fixtures/processes";
 
 let http: HttpFixture;
 let toolkit: McpToolkit;
@@ -130,4 +131,31 @@ describe("retirement on invalidation", () => {
       }
     },
   );
+});
+
+describe("a stdio child that died while its pipes stay open", () => {
+  test("the next acquisition sees the exit and starts a new child", async () => {
+    const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+    // A background `sleep` inherits the child's stdout and holds it open after the child dies: only its exit tells.
+    const server = McpServerSchema.parse({
+      type: "stdio",
+      command: "sh",
+      args: ["-c", 'sleep 3 & exec "$0" "$@"', launch.command, ...launch.args],
+      env: launch.env,
+    });
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      const first = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      first.release();
+      const pid = first.session.pid!;
+      process.kill(pid, "SIGKILL");
+      expect(await waitUntil(() => !alive(pid))).toBe(true);
+      const second = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      second.release();
+      expect(second.session).not.toBe(first.session);
+      expect(second.session.pid).not.toBe(pid);
+    } finally {
+      await pool.close();
+    }
+  });
 });

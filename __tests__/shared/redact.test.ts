@@ -55,6 +55,15 @@ describe("Redactor", () => {
     expect(input["k-s3cr"][0]).toBe("v s3cr");
   });
 
+  test("deep() keeps a parsed '__proto__' key as an own property, scrubbed, without changing the copy's prototype", () => {
+    const input = JSON.parse('{"__proto__": {"polluted": "s3cr"}, "a": "s3cr"}') as Record<string, unknown>;
+    const out = Redactor.of(["s3cr"]).deep(input);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.keys(out)).toEqual(["__proto__", "a"]);
+    expect(Object.getOwnPropertyDescriptor(out, "__proto__")?.value).toEqual({ polluted: REDACTED });
+    expect(out.a).toBe(REDACTED);
+  });
+
   test("an empty set redacts nothing and returns its input", () => {
     const value = { a: "b" };
     expect(Redactor.of([undefined, ""]).isEmpty).toBe(true);

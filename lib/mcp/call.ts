@@ -13,17 +13,12 @@ import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
-import {
-  changedFiles,
-  isExpiredSession,
-  runScope,
-  snapshotWorkspace,
-  translateResultPaths,
-  virtualWorkspaceChanges,
-  type PathContext,
-  type SessionPool,
-  type SessionScope,
-} from "../sessions";
+// The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
+import { changedFiles, snapshotWorkspace } from "../sessions/changes";
+import { isExpiredSession } from "../sessions/expired";
+import { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import type { SessionPool } from "../sessions/pool";
+import { runScope, type SessionScope } from "../sessions/scope";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -134,8 +129,8 @@ function sendToServer(
       const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
-        if (stdio) secrets.noteRemembered(lease.session.rememberSecrets(secrets.values()));
-        const redactor = secrets.redactor();
+        // Set once the request is written (below); the listener cannot run before then.
+        let redactor: Redactor | undefined;
         const progress =
           writer || limits.timeoutMs !== null
             ? lease.session.progress.register((p: Progress) => {
@@ -147,21 +142,25 @@ function sendToServer(
                   tool: record.rawName,
                   progress: p.progress,
                   total: p.total,
-                  message: p.message === undefined ? undefined : redactor.text(p.message),
+                  message: p.message === undefined ? undefined : (redactor ??= secrets.redactor()).text(p.message),
                 } satisfies McpProgressEvent);
               })
             : undefined;
-        const meta = {
-          ...request.meta,
-          ...(stdio && Object.keys(headers).length > 0 ? { headers: { ...headers } } : {}),
-          ...(progress ? { progressToken: progress.token } : {}),
+        const meta: Record<string, unknown> = { ...request.meta };
+        if (stdio && Object.keys(headers).length > 0) meta.headers = { ...headers };
+        if (progress) meta.progressToken = progress.token;
+        const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
+          name: request.toolName,
+          arguments: { ...request.args },
         };
+        if (Object.keys(meta).length > 0) params._meta = meta;
         try {
-          return (await lease.session.client.callTool(
-            { name: request.toolName, arguments: { ...request.args }, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
-            undefined,
-            { signal: callSignal, timeout: MAX_TIMER_MS },
-          )) as CallToolResult;
+          const pending = lease.session.client.callTool(params, undefined, { signal: callSignal, timeout: MAX_TIMER_MS });
+          // The request is on its way: the session's remembered secrets and the redactor are set up while the server
+          // works, still before anything it sends back (log lines, progress, the result) can be read.
+          if (stdio) secrets.noteRemembered(lease.session.rememberSecrets(secrets.values()));
+          redactor = secrets.redactor();
+          return (await pending) as CallToolResult;
         } finally {
           progress?.done();
         }

@@ -1,3 +1,4 @@
+import { ChildProcess } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
@@ -65,6 +66,8 @@ interface Entry {
   inFlight: number;
   closing: boolean;
   idleTimer?: NodeJS.Timeout;
+  /** stdio: whether the child has exited (set once connected). */
+  exited?: () => boolean;
 }
 
 export interface SessionPoolOptions {
@@ -154,7 +157,7 @@ export class SessionPool {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     let entry = this.entries.get(key);
-    if (entry?.session?.pid !== undefined && !processExists(entry.session.pid)) {
+    if (entry?.exited?.()) {
       // The child is gone but its pipes have not reported it yet: a new child serves this call.
       this.forget(entry);
       entry = undefined;
@@ -349,6 +352,7 @@ export class SessionPool {
         return (entry.secretList ??= [...entry.secrets]);
       },
     };
+    entry.exited = childExited(transport, session.pid);
     entry.session = session;
     if (this.retired) {
       entry.closing = true;
@@ -429,6 +433,17 @@ function headersFingerprint(headers: Readonly<Record<string, string>>): string {
 function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>, scope: SessionScope): string {
   if (server.type === "stdio") return `${serverName}\u0000stdio\u0000${scope.key}`;
   return `${serverName}\u0000${headersFingerprint(headers)}`;
+}
+
+/**
+ * Whether a stdio child has exited. Reading the SDK transport's child process (a private field of SDK 1.x) costs no
+ * system call on every acquisition; it tells the same as `kill(pid, 0)`, since Node records the exit in the same
+ * callback that reaps the child, and a reused pid cannot fool it. Without that field: `kill(pid, 0)`.
+ */
+function childExited(transport: unknown, pid: number | undefined): (() => boolean) | undefined {
+  const child = (transport as { _process?: unknown })._process;
+  if (child instanceof ChildProcess) return () => child.exitCode !== null || child.signalCode !== null;
+  return pid === undefined ? undefined : () => !processExists(pid);
 }
 
 function stdioPid(transport: unknown): number | undefined {

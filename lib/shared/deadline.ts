@@ -81,7 +81,7 @@ export function withDeadline<T>(
  * `withDeadline` whose timeout `work` can restart by calling `extend()` (e.g. on each progress
  * notification), bounded by `maxTotalMs` however often it does. Delays are clamped to what a timer holds.
  */
-export async function withExtendableDeadline<T>(
+export function withExtendableDeadline<T>(
   work: (signal: AbortSignal, extend: () => void) => Promise<T>,
   limits: DeadlineLimits,
   outer?: AbortSignal,
@@ -92,10 +92,18 @@ export async function withExtendableDeadline<T>(
   let timer: NodeJS.Timeout | undefined;
   let totalTimer: NodeJS.Timeout | undefined;
   let unsubscribe: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
+  // One promise settled by whichever comes first (the work, a timer, the outer abort): no `Promise.race` over a
+  // second promise per call.
+  return new Promise<T>((resolve, reject) => {
+    const cleanup = () => {
+      if (timer) clearTimeout(timer);
+      if (totalTimer) clearTimeout(totalTimer);
+      unsubscribe?.();
+    };
     const fail = (reason: unknown) => {
       if (controller.signal.aborted) return;
       controller.abort(reason);
+      cleanup();
       reject(reason);
     };
     if (timeoutMs !== null) timer = setClampedTimeout(() => fail(new DeadlineExceededError(timeoutMs, "timeout")), timeoutMs);
@@ -103,16 +111,26 @@ export async function withExtendableDeadline<T>(
       totalTimer = setClampedTimeout(() => fail(new DeadlineExceededError(maxTotalMs, "maxTotal")), maxTotalMs);
     }
     if (outer) unsubscribe = onAbort(outer, () => fail(outer.reason));
+    const extend = () => {
+      if (!controller.signal.aborted) timer?.refresh();
+    };
+    let running: Promise<T>;
+    try {
+      running = Promise.resolve(work(controller.signal, extend));
+    } catch (err) {
+      cleanup();
+      reject(err);
+      return;
+    }
+    running.then(
+      (value) => {
+        cleanup();
+        resolve(value);
+      },
+      (err: unknown) => {
+        cleanup();
+        reject(err);
+      },
+    );
   });
-  aborted.catch(() => undefined);
-  const extend = () => {
-    if (!controller.signal.aborted) timer?.refresh();
-  };
-  try {
-    return await Promise.race([work(controller.signal, extend), aborted]);
-  } finally {
-    if (timer) clearTimeout(timer);
-    if (totalTimer) clearTimeout(totalTimer);
-    unsubscribe?.();
-  }
 }

@@ -62,9 +62,17 @@ export class Redactor {
     if (typeof value === "string") return this.text(value);
     if (Array.isArray(value)) return value.map((item) => this.walk(item));
     if (value !== null && typeof value === "object" && isPlain(value)) {
+      const source = value as Record<string, unknown>;
       const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(value)) {
-        Object.defineProperty(out, this.text(key), { value: this.walk(item), enumerable: true, writable: true, configurable: true });
+      for (const key of Object.keys(source)) {
+        const item = this.walk(source[key]);
+        const scrubbed = this.text(key);
+        // A plain assignment would call the `__proto__` setter instead of making an own property.
+        if (scrubbed === "__proto__") {
+          Object.defineProperty(out, scrubbed, { value: item, enumerable: true, writable: true, configurable: true });
+        } else {
+          out[scrubbed] = item;
+        }
       }
       return out;
     }
