@@ -7,7 +7,6 @@ import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
 import { boundText } from "../shared/text";
 import { LineSplitter } from "./lines";
-import { fetchWithOwnSignal } from "./request-signal";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
 export interface TransportOptions {
@@ -64,8 +63,8 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const url = new URL(server.url);
       const requestInit: RequestInit = { headers: { ...opts.headers } };
       return server.type === "http"
-        ? new StreamableHTTPClientTransport(url, { requestInit, fetch: fetchWithOwnSignal })
-        : new SSEClientTransport(url, { requestInit, fetch: fetchWithOwnSignal });
+        ? new StreamableHTTPClientTransport(url, { requestInit })
+        : new SSEClientTransport(url, { requestInit });
     }
     default:
       throw new Error(`MCP server '${serverName}' has unsupported transport type: ${String(server.type)}`);
