@@ -5,10 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
+import { freePort } from "../fixtures/ports";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const CLI = path.join(ROOT, "node_modules", ".bin", "langgraphjs");
@@ -31,22 +31,6 @@ function demoConfigCopy(): string {
 }
 
 jest.setTimeout(READY_DEADLINE_MS + RUN_DEADLINE_MS + 30_000);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") {
-        server.close();
-        reject(new Error("no port"));
-        return;
-      }
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import * as path from "node:path";
 import { HOST, portProblem } from "../../graphs/start";
+import { freePort } from "../fixtures/ports";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const READY_DEADLINE_MS = 120_000;
@@ -132,14 +133,6 @@ function listen(port = 0): Promise<Server> {
     server.once("error", reject);
     server.listen(port, HOST, () => resolve(server));
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = await listen();
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
 }
 
 let leftovers: number[] = [];

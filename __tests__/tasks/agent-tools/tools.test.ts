@@ -3,7 +3,7 @@
  * createAgent agent (MemorySaver, scripted model) over a real job server and SQLite store; the remote cancel is
  * the worker's, and its outcome comes back into the thread through the graph notifier.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import type { BaseMessage } from "@langchain/core/messages";
 import {
   BACKGROUND_TASKS_KEY,
@@ -14,30 +14,9 @@ import {
   type BackgroundTaskView,
   type SubmittedTask,
 } from "../../../lib/tasks";
-import { startHttpFixture, TaskBoard } from "../../fixtures";
-import type { StreamableHttpFixture } from "../../fixtures/http-server";
-import { startAgentHarness, type AgentHarness } from "../notifiers/agent-harness";
+import { agentHarnessSuite, type AgentHarness } from "../notifiers/agent-harness";
 
-let board: TaskBoard;
-let http: StreamableHttpFixture;
-const open: AgentHarness[] = [];
-
-beforeAll(async () => {
-  board = new TaskBoard();
-  http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
-});
-afterEach(async () => {
-  for (const h of open.splice(0)) await h.close();
-});
-afterAll(async () => {
-  await http.close();
-});
-
-async function harness(): Promise<AgentHarness> {
-  const h = await startAgentHarness(http.url);
-  open.push(h);
-  return h;
-}
+const { board, harness } = agentHarnessSuite();
 
 const toolAnswer = <T>(messages: BaseMessage[]): T => JSON.parse(messages.filter((m) => m.getType() === "tool").at(-1)!.text) as T;
 

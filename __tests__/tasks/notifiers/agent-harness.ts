@@ -23,7 +23,9 @@ import {
   type GraphNotifier,
   type TaskRuntime,
 } from "../../../lib/tasks";
-import { makeTempDir, writeConfig } from "../../fixtures";
+import { afterAll, afterEach, beforeAll } from "@jest/globals";
+import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../../fixtures";
+import type { StreamableHttpFixture } from "../../fixtures/http-server";
 import { ManualClock as Clock } from "../../fixtures/clock";
 
 export { Clock };
@@ -160,6 +162,38 @@ export async function startAgentHarness(jobsUrl: string, taskName = "build"): Pr
       await notifier.close();
       await toolkit.close();
       await runtime.stop();
+    },
+  };
+}
+
+export interface AgentHarnessSuite {
+  /** The job server's board, shared by every harness of the file. */
+  readonly board: TaskBoard;
+  /** A fresh harness on the file's job server, closed after the test. */
+  harness(): Promise<AgentHarness>;
+}
+
+/** Registers the hooks of a suite of harness tests: one job server for the file, every harness closed after its test. */
+export function agentHarnessSuite(): AgentHarnessSuite {
+  const board = new TaskBoard();
+  let http: StreamableHttpFixture | undefined;
+  const open: AgentHarness[] = [];
+  beforeAll(async () => {
+    http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
+  });
+  afterEach(async () => {
+    for (const h of open.splice(0)) await h.close();
+  });
+  afterAll(async () => {
+    await http?.close();
+  });
+  return {
+    board,
+    async harness() {
+      if (!http) throw new Error("the job server has not started");
+      const h = await startAgentHarness(http.url);
+      open.push(h);
+      return h;
     },
   };
 }

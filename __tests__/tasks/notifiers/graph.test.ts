@@ -3,38 +3,17 @@
  * real MCP job server, `runOnce` ticks on an injected clock carry it to completion, and the notification lands as
  * one run in the same thread, which the model answers.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import type { BaseMessage } from "@langchain/core/messages";
 import { BusyThreadError, notificationIdempotencyKey, notificationMarkerOf, ThreadGoneError, type SubmittedTask, type TaskDelivery } from "../../../lib/tasks";
 import * as path from "node:path";
 import { silentLogger } from "../../../lib";
 import { createGraphNotifier, createTaskRuntime } from "../../../lib/tasks";
-import { startHttpFixture, TaskBoard } from "../../fixtures";
-import type { StreamableHttpFixture } from "../../fixtures/http-server";
 import { waitUntil } from "../../fixtures/processes";
-import { startAgentHarness, type AgentHarness } from "./agent-harness";
+import { agentHarnessSuite, type AgentHarness } from "./agent-harness";
 import { taskDelivery } from "../deliveries";
 
-let board: TaskBoard;
-let http: StreamableHttpFixture;
-const open: AgentHarness[] = [];
-
-beforeAll(async () => {
-  board = new TaskBoard();
-  http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
-});
-afterEach(async () => {
-  for (const h of open.splice(0)) await h.close();
-});
-afterAll(async () => {
-  await http.close();
-});
-
-async function harness(): Promise<AgentHarness> {
-  const h = await startAgentHarness(http.url);
-  open.push(h);
-  return h;
-}
+const { board, harness } = agentHarnessSuite();
 
 const notifications = (messages: BaseMessage[]) => messages.filter((m) => notificationMarkerOf(m) !== undefined);
 
