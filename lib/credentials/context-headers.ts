@@ -1,6 +1,6 @@
 import type { McpHeadersFromContextConfig } from "../config";
 import type { McpToolInterceptor } from "../shared/interceptor";
-import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
+import { assertSendableHeader, CredentialError, mergeHeaders, type HeaderMap } from "../shared/headers";
 import { ownText } from "../shared/errors";
 import { runSecrets } from "../shared/identity";
 
@@ -11,18 +11,22 @@ import { runSecrets } from "../shared/identity";
  */
 export function contextHeadersInterceptor(serverName: string, config: McpHeadersFromContextConfig): McpToolInterceptor {
   const mapping = Object.entries(config.headers);
+  const merged = new MergedHeaders();
   return async (request, next) => {
     const secrets = runSecrets(request.runtime);
     const found: Record<string, string> = {};
     const missing: string[] = [];
+    // The values, each ended by NUL: no sendable value holds one, so two different value lists never meet.
+    let values = "";
     for (const [header, key] of mapping) {
       const value = secrets && Object.hasOwn(secrets, key) ? secrets[key] : undefined;
       if (typeof value !== "string" || value === "") {
         missing.push(key);
+        values += "\u0000";
         continue;
       }
-      assertSendableHeader(serverName, header, value, "headers_from_context");
       found[header] = value;
+      values += `${value}\u0000`;
     }
     if (missing.length > 0 && config.on_missing === "deny") {
       const keys = missing.map((key) => `'${key}'`).join(", ");
@@ -31,6 +35,38 @@ export function contextHeadersInterceptor(serverName: string, config: McpHeaders
       ));
     }
     if (Object.keys(found).length === 0) return next(request);
-    return next(request.override({ headers: mergeHeaders(request.headers, found) }));
+    const headers = merged.get(request.headers, values, () => {
+      for (const [header, value] of Object.entries(found)) assertSendableHeader(serverName, header, value, "headers_from_context");
+      return mergeHeaders(request.headers, found);
+    });
+    return next(request.override({ headers }));
   };
+}
+
+/** Header sets remembered per base set, the most recently used first out. */
+const MERGED_HEADERS_LIMIT = 1024;
+
+/**
+ * The merged headers of recent (base headers, context values) pairs, so one user's calls carry the very same
+ * header object: the session pool, the sendability check and the redactor memoize by its identity.
+ */
+class MergedHeaders {
+  private readonly byBase = new WeakMap<HeaderMap, Map<string, HeaderMap>>();
+
+  get(base: HeaderMap, values: string, merge: () => HeaderMap): HeaderMap {
+    let byValues = this.byBase.get(base);
+    if (byValues === undefined) {
+      byValues = new Map();
+      this.byBase.set(base, byValues);
+    }
+    let headers = byValues.get(values);
+    if (headers === undefined) {
+      headers = merge();
+      if (byValues.size >= MERGED_HEADERS_LIMIT) byValues.delete(byValues.keys().next().value as string);
+    } else {
+      byValues.delete(values);
+    }
+    byValues.set(values, headers);
+    return headers;
+  }
 }

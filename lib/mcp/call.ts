@@ -14,7 +14,7 @@ import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
-import { changedFiles, snapshotWorkspace } from "../sessions/changes";
+import { changedFiles } from "../sessions/changes";
 import { isExpiredSession } from "../sessions/expired";
 import { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { SessionPool } from "../sessions/pool";
@@ -123,9 +123,9 @@ function sendToServer(
       ...(stdio ? { scope: target.scope ?? runScope(runtime) } : {}),
     });
     const limits = callDeadlineLimits(server);
-    const paths = lease.session.paths;
+    const { paths, scanner } = lease.session;
     try {
-      const before = paths ? await snapshotWorkspace(paths.workspace) : null;
+      const before = scanner ? await scanner.snapshot() : null;
       const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
@@ -165,11 +165,11 @@ function sendToServer(
           progress?.done();
         }
       }, limits, signal);
-      if (paths) {
+      if (paths && scanner) {
         workspace.context = {
           userData: paths.userData,
           cwd: server.cwd || paths.workspace,
-          changed: changedFiles(before, await snapshotWorkspace(paths.workspace)),
+          changed: changedFiles(before, await scanner.snapshot()),
         };
       }
       return result;

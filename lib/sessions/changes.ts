@@ -32,39 +32,131 @@ const SYNC_WALK_ENTRIES = 256;
 /** `path → "mtimeNs:size"` of every file under a workspace (excluded folders skipped); `null` when too large. */
 export type WorkspaceSnapshot = ReadonlyMap<string, string> | null;
 
-export async function snapshotWorkspace(root: string): Promise<WorkspaceSnapshot> {
-  return snapshotInPlace(root) ?? snapshotAsync(root);
+/**
+ * A folder's listing is reused only when its change time is at least this much older than the moment it was read.
+ * A folder's ctime moves whenever an entry is added, removed or renamed, but timestamps come from a coarse clock
+ * (a few milliseconds on Linux, 2 s on FAT): a change in the same tick as the previous one can leave it unchanged.
+ * Past the margin, any later change carries a later ctime.
+ */
+export const SETTLED_LISTING_MS = 2_000;
+
+interface Listing {
+  /** `ino:ctime` of the folder when it was read. */
+  readonly stamp: string;
+  /** Whether the folder's ctime was past `SETTLED_LISTING_MS` when it was read: only then is the listing reused. */
+  readonly settled: boolean;
+  /** Entries read (excluded and other kinds included), for the size bound. */
+  readonly entries: number;
+  readonly dirs: readonly string[];
+  readonly files: readonly string[];
+  /** The last walk that reached this folder (0: none yet). */
+  seen: number;
 }
 
-/** The walk done synchronously, or `undefined` when the tree has more than `SYNC_WALK_ENTRIES` entries. */
-function snapshotInPlace(root: string): WorkspaceSnapshot | undefined {
-  const files = new Map<string, string>();
-  let budget = SYNC_WALK_ENTRIES;
-  const pending = [root];
-  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(dir, { withFileTypes: true });
-    } catch {
-      continue; // vanished or unreadable: nothing to list there
-    }
-    budget -= entries.length;
-    if (budget < 0) return undefined;
-    for (const entry of entries) {
-      const full = nodePath.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        if (!EXCLUDED_DIR_NAMES.has(entry.name)) pending.push(full);
-      } else if (entry.isFile()) {
+const EMPTY_SNAPSHOT: ReadonlyMap<string, string> = new Map();
+
+export interface WorkspaceScannerOptions {
+  /** The clock compared with folder change times (default `Date.now`). */
+  now?: () => number;
+  /** Reads a folder's entries (default `readdirSync(dir, { withFileTypes: true })`). */
+  readDir?: (dir: string) => Dirent[];
+}
+
+/**
+ * Snapshots of one workspace, call after call. Each folder costs a `stat`; it is read again only when its inode or
+ * ctime changed (or its listing was not settled), so an unchanged tree costs one `stat` per folder and per file
+ * instead of a directory read per folder. Files are always stat'ed: their changes do not touch the folder.
+ */
+export class WorkspaceScanner {
+  private readonly listings = new Map<string, Listing>();
+  private generation = 0;
+
+  private readonly now: () => number;
+  private readonly readDir: (dir: string) => Dirent[];
+
+  constructor(
+    readonly root: string,
+    options: WorkspaceScannerOptions = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.readDir = options.readDir ?? ((dir) => readdirSync(dir, { withFileTypes: true }));
+  }
+
+  /** Folders whose listing is remembered (for tests and diagnostics). */
+  get rememberedFolders(): number {
+    return this.listings.size;
+  }
+
+  async snapshot(): Promise<WorkspaceSnapshot> {
+    return this.snapshotInPlace() ?? snapshotAsync(this.root);
+  }
+
+  /** The walk done synchronously, or `undefined` when the tree has more than `SYNC_WALK_ENTRIES` entries. */
+  private snapshotInPlace(): WorkspaceSnapshot | undefined {
+    let files: Map<string, string> | undefined;
+    const settledBefore = this.now() - SETTLED_LISTING_MS;
+    const generation = ++this.generation;
+    let reread = false;
+    let budget = SYNC_WALK_ENTRIES;
+    const pending = [this.root];
+    for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+      const listing = this.list(dir, settledBefore);
+      if (listing === null) continue; // vanished or unreadable: nothing to list there
+      if (listing.seen === 0) reread = true;
+      listing.seen = generation;
+      budget -= listing.entries;
+      if (budget < 0) return undefined;
+      for (const sub of listing.dirs) pending.push(sub);
+      for (const file of listing.files) {
         try {
-          const info = statSync(full, { bigint: true, throwIfNoEntry: false });
-          if (info) files.set(full, `${info.mtimeNs}:${info.size}`);
+          const info = statSync(file, { bigint: true, throwIfNoEntry: false });
+          if (info) (files ??= new Map()).set(file, `${info.mtimeNs}:${info.size}`);
         } catch {
           // unreadable: not listed
         }
       }
     }
+    // A folder read again may have lost subfolders: forget the listings this walk did not reach.
+    if (reread) for (const [dir, listing] of this.listings) if (listing.seen !== generation) this.listings.delete(dir);
+    return files ?? EMPTY_SNAPSHOT;
   }
-  return files;
+
+  private list(dir: string, settledBefore: number): Listing | null {
+    // The stat comes first: a change between it and the read shows as a new stamp next time.
+    let info;
+    try {
+      info = statSync(dir, { throwIfNoEntry: false });
+    } catch {
+      return null;
+    }
+    if (!info?.isDirectory()) return null;
+    const stamp = `${info.ino}:${info.ctimeMs}`;
+    const cached = this.listings.get(dir);
+    if (cached !== undefined && cached.settled && cached.stamp === stamp) return cached;
+    let entries: Dirent[];
+    try {
+      entries = this.readDir(dir);
+    } catch {
+      return null;
+    }
+    const dirs: string[] = [];
+    const files: string[] = [];
+    for (const entry of entries) {
+      if (entry.isDirectory()) {
+        if (!EXCLUDED_DIR_NAMES.has(entry.name)) dirs.push(nodePath.join(dir, entry.name));
+      } else if (entry.isFile()) {
+        files.push(nodePath.join(dir, entry.name));
+      }
+    }
+    const listing: Listing = { stamp, settled: info.ctimeMs < settledBefore, entries: entries.length, dirs, files, seen: 0 };
+    this.listings.set(dir, listing);
+    return listing;
+  }
+}
+
+/** One snapshot of a workspace, without a scanner's remembered listings. */
+export async function snapshotWorkspace(root: string): Promise<WorkspaceSnapshot> {
+  return new WorkspaceScanner(root).snapshot();
 }
 
 async function snapshotAsync(root: string): Promise<WorkspaceSnapshot> {

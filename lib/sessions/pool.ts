@@ -9,6 +9,7 @@ import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
+import { WorkspaceScanner } from "./changes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadPaths, type ThreadPaths } from "./workspace";
@@ -21,6 +22,8 @@ export interface McpSession {
   /** stdio: the scope the child serves and its thread's folders (its cwd unless the config sets one). */
   readonly scope?: SessionScope;
   readonly paths?: ThreadPaths;
+  /** stdio with a thread workspace: its snapshots before and after each call, for the call's change list. */
+  readonly scanner?: WorkspaceScanner;
   /** stdio: the child's process id. */
   readonly pid?: number;
   /**
@@ -335,7 +338,7 @@ export class SessionPool {
       client,
       progress,
       ...(scope ? { scope } : {}),
-      ...(paths ? { paths } : {}),
+      ...(paths ? { paths, scanner: new WorkspaceScanner(paths.workspace) } : {}),
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
       rememberSecrets: (values) => {
         for (const value of values) {

@@ -1,0 +1,86 @@
+/**
+ * The workspace scanner behind `workspace_changes`: a folder is read again only when its inode or change time moved,
+ * and only a listing whose change time had settled (older than SETTLED_LISTING_MS when read) is ever reused.
+ */
+import { describe, expect, test } from "@jest/globals";
+import { readdirSync, type Dirent } from "node:fs";
+import { mkdir, realpath, rename, rm, writeFile } from "node:fs/promises";
+import * as path from "node:path";
+import { changedFiles, SETTLED_LISTING_MS, WorkspaceScanner } from "../../lib/sessions";
+import { makeTempDir } from "../fixtures/config";
+
+/** A scanner on real folders whose clock runs `ahead` ms in front, counting the folders it reads. */
+function countingScanner(root: string, ahead: number) {
+  const reads: string[] = [];
+  const scanner = new WorkspaceScanner(root, {
+    now: () => Date.now() + ahead,
+    readDir: (dir): Dirent[] => {
+      reads.push(path.relative(root, dir) || ".");
+      return readdirSync(dir, { withFileTypes: true });
+    },
+  });
+  return { scanner, reads };
+}
+
+async function workspace(): Promise<string> {
+  const root = await realpath(await makeTempDir("mcp-scanner-"));
+  await mkdir(path.join(root, "docs", "deep"), { recursive: true });
+  await mkdir(path.join(root, ".mcp", "tmp"), { recursive: true });
+  await writeFile(path.join(root, "a.txt"), "1");
+  await writeFile(path.join(root, "docs", "b.txt"), "1");
+  return root;
+}
+
+const SETTLED = SETTLED_LISTING_MS + 60_000;
+
+describe("WorkspaceScanner", () => {
+  test("an unchanged tree with settled folders is not read again; a modified file is still seen", async () => {
+    const root = await workspace();
+    const { scanner, reads } = countingScanner(root, SETTLED);
+    const first = await scanner.snapshot();
+    expect(reads.sort()).toEqual([".", "docs", path.join("docs", "deep")]);
+    reads.length = 0;
+    await writeFile(path.join(root, "docs", "b.txt"), "22");
+    const second = await scanner.snapshot();
+    expect(reads).toEqual([]);
+    expect(changedFiles(first, second)).toEqual([path.join(root, "docs", "b.txt")]);
+  });
+
+  test("a folder whose entries changed is read again, and only that folder", async () => {
+    const root = await workspace();
+    const { scanner, reads } = countingScanner(root, SETTLED);
+    const first = await scanner.snapshot();
+    reads.length = 0;
+    await writeFile(path.join(root, "docs", "deep", "new.md"), "x");
+    await rename(path.join(root, "a.txt"), path.join(root, "renamed.txt"));
+    const second = await scanner.snapshot();
+    expect(reads.sort()).toEqual([".", path.join("docs", "deep")]);
+    expect(changedFiles(first, second)).toEqual([path.join(root, "docs", "deep", "new.md"), path.join(root, "renamed.txt")]);
+  });
+
+  test("a listing read while its folder's change time was recent is read again on every walk", async () => {
+    const root = await workspace();
+    // The clock agrees with the file system: every folder here changed a moment ago.
+    const { scanner, reads } = countingScanner(root, 0);
+    await scanner.snapshot();
+    reads.length = 0;
+    await scanner.snapshot();
+    expect(reads.sort()).toEqual([".", "docs", path.join("docs", "deep")]);
+  });
+
+  test("a removed folder's listing is forgotten; a folder replaced under the same name is read", async () => {
+    const root = await workspace();
+    const { scanner, reads } = countingScanner(root, SETTLED);
+    await scanner.snapshot();
+    expect(scanner.rememberedFolders).toBe(3);
+    await rm(path.join(root, "docs"), { recursive: true });
+    await scanner.snapshot();
+    expect(scanner.rememberedFolders).toBe(1);
+    await mkdir(path.join(root, "docs"));
+    await writeFile(path.join(root, "docs", "c.txt"), "1");
+    reads.length = 0;
+    const snapshot = await scanner.snapshot();
+    expect(reads.sort()).toEqual([".", "docs"]);
+    expect([...(snapshot ?? new Map()).keys()].sort()).toEqual([path.join(root, "a.txt"), path.join(root, "docs", "c.txt")]);
+  });
+});
