@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "@jest/globals";
 import type { ToolRuntime } from "@langchain/core/tools";
-import { McpToolCallRequest, type McpToolCallRequestInit } from "../../lib";
+import { McpToolCallRequest } from "../../lib";
 import { contextHeadersInterceptor } from "../../lib/credentials";
 import type { HeaderMap } from "../../lib/shared/headers";
 
@@ -13,7 +13,7 @@ const layer = () => contextHeadersInterceptor("remote", { headers: { "X-Api-Key"
 
 function request(secrets: Record<string, unknown>): McpToolCallRequest {
   const runtime = { context: { secrets }, toolCallId: "c" } as unknown as ToolRuntime;
-  const init: McpToolCallRequestInit = { serverName: "remote", toolName: "echo", args: {}, headers: BASE, runtime };
+  const init = { serverName: "remote", toolName: "echo", args: {}, headers: BASE, runtime };
   return new McpToolCallRequest(init);
 }
 

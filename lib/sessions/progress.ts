@@ -6,7 +6,9 @@ export type ProgressListener = (progress: Progress) => void;
 /**
  * Routes `notifications/progress` by token on one session. The SDK's own routing drops updates that
  * arrive in the same read as the result (it hands notifications to a later microtask but removes the
- * handler when the response is read), so calls use tokens of ours, kept until the next macrotask.
+ * handler when the response is read), so calls use tokens of ours. Those notifications are dispatched in a microtask
+ * queued while the read is parsed, before the one that resumes the call, so a call's token is forgotten as soon
+ * as its result is in.
  */
 export class ProgressRouter {
   private readonly listeners = new Map<string, ProgressListener>();
@@ -19,10 +21,15 @@ export class ProgressRouter {
     });
   }
 
-  /** A fresh token for one call; `done()` forgets it after notifications already read are delivered. */
+  /** A fresh token for one call; `done()` forgets it (what was read with the result has been delivered by then). */
   register(listener: ProgressListener): { token: string; done(): void } {
     const token = `harness-${++this.counter}`;
     this.listeners.set(token, listener);
-    return { token, done: () => void setImmediate(() => this.listeners.delete(token)) };
+    return { token, done: () => void this.listeners.delete(token) };
+  }
+
+  /** Tokens still routed (for tests and diagnostics). */
+  get routed(): number {
+    return this.listeners.size;
   }
 }
