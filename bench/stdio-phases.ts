@@ -1,7 +1,11 @@
 /**
  * Diagnostic for the stdio per-thread figure (not part of `npm run bench`): where our call spends its time against
  * a bare SDK client, split at the moment the request is written to the child's stdin and the moment the first
- * answer bytes are read. `node --expose-gc --import tsx bench/stdio-phases.ts`
+ * answer bytes are read. A third side, `direct`, sends bare SDK calls to our own children (the session of thread
+ * t + 10, so never the child the previous call used). With it in the rotation, the middle phase of ours and bare come
+ * out within noise of each other; without it, ours is often ~0.2 ms slower there (measured 2026-12-04). That part of
+ * the gap depends on how calls rotate around the children, not on the request we send (its cause is not known).
+ * `NO_DIRECT=1` leaves the third side out. `node --expose-gc --import tsx bench/stdio-phases.ts`
  *
  * It reaches into the toolkit's private session pool to hook the children's pipes; nothing here is API.
  */
@@ -50,7 +54,15 @@ async function main(): Promise<void> {
   const ours = (thread: number) => tool.func({ text: "x" }, undefined, runtimeFor(thread) as never) as Promise<unknown>;
   for (let i = 0; i < THREADS; i += 1) await ours(i);
   const pool = (toolkit as unknown as { current: { pool: { entries: Map<string, { ready: Promise<McpSession> }> } } }).current.pool;
-  for (const entry of pool.entries.values()) hook((await entry.ready).client.transport);
+  const sessions = await Promise.all([...pool.entries.values()].map((entry) => entry.ready));
+  for (const session of sessions) hook(session.client.transport);
+  const ownChild = (thread: number) => {
+    const session = sessions.find((s) => s.scope?.threadId === `t-${thread}`);
+    if (!session) throw new Error(`no session for thread t-${thread}`);
+    return session.client;
+  };
+  const direct = Array.from({ length: THREADS }, (_, thread) => ownChild((thread + THREADS / 2) % THREADS));
+  const withDirect = !process.env.NO_DIRECT;
   const bare = await Promise.all(
     Array.from({ length: THREADS }, async () => {
       const client = new Client({ name: "bench", version: "0" });
@@ -60,7 +72,7 @@ async function main(): Promise<void> {
       return client;
     }),
   );
-  const sides = { ours: [[], [], []] as number[][], bare: [[], [], []] as number[][] };
+  const sides: Record<string, number[][]> = { ours: [[], [], []], bare: [[], [], []], ...(withDirect ? { direct: [[], [], []] } : {}) };
   const record = (phases: number[][], start: number, end: number) => {
     phases[0].push(written - start);
     phases[1].push(read - written);
@@ -74,9 +86,13 @@ async function main(): Promise<void> {
     start = performance.now();
     await bare[thread].callTool({ name: "echo", arguments: { text: "x" } });
     if (n >= 100) record(sides.bare, start, performance.now());
+    if (!withDirect) continue;
+    start = performance.now();
+    await direct[thread].callTool({ name: "echo", arguments: { text: "x" }, _meta: { progressToken: `direct-${n}` } });
+    if (n >= 100) record(sides.direct, start, performance.now());
   }
   console.log(`stdio, ${THREADS} threads round-robin, medians of ${CALLS}: before the request is written | written → first answer bytes | after`);
-  for (const [name, phases] of Object.entries(sides)) console.log(`  ${name.padEnd(5)} ${phases.map((p) => fmtMs(median(p)).padStart(9)).join(" | ")}`);
+  for (const [name, phases] of Object.entries(sides)) console.log(`  ${name.padEnd(6)} ${phases.map((p) => fmtMs(median(p)).padStart(9)).join(" | ")}`);
   await Promise.all([...bare.map((c) => c.close()), toolkit.close()]);
 }
 
