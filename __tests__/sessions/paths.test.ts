@@ -147,4 +147,21 @@ describe("through a stdio tool in a ToolNode", () => {
     const named = await callThroughGraph(graph, "local_write_file", { path: "notes/summary.txt", content: "x", say: "see summary.txt" }, run);
     expect(named.content).toBe(`see ${V}/workspace/notes/summary.txt`);
   });
+
+  test("a workspace too large to walk in place (300 files) is walked off the event loop, and its change is listed", async () => {
+    const many = path.join(dataDir, "threads", "big", "user-data", "workspace", "many");
+    await mkdir(many, { recursive: true });
+    await Promise.all(Array.from({ length: 300 }, (_, i) => writeFile(path.join(many, `f${i}.txt`), "x")));
+    const big = { context: { user_id: "u" }, configurable: { thread_id: "big" } };
+    const message = await callThroughGraph(graph, "local_write_file", { path: "many/f7.txt", content: "changed", say: "ok" }, big);
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/many/f7.txt`] });
+  });
+
+  test("a path to a file an earlier call wrote is rewritten although this call changed nothing", async () => {
+    await callThroughGraph(graph, "local_write_file", { path: "kept/data.csv", content: "a,b" }, run);
+    const kept = path.join(dataDir, "threads", "write", "user-data", "workspace", "kept", "data.csv");
+    const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/other.txt", content: "x", say: `still at ${kept}` }, run);
+    expect(message.content).toBe(`still at ${V}/workspace/kept/data.csv`);
+    expect(message.artifact).toBeUndefined();
+  });
 });

@@ -150,10 +150,36 @@ describe("a stdio child that died while its pipes stay open", () => {
       const pid = first.session.pid!;
       process.kill(pid, "SIGKILL");
       expect(await waitUntil(() => !alive(pid))).toBe(true);
+      // The call path's no-wait acquisition sees it too.
+      expect(pool.tryAcquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).toBeUndefined();
       const second = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
       second.release();
       expect(second.session).not.toBe(first.session);
       expect(second.session.pid).not.toBe(pid);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe("tryAcquire: a lease without waiting", () => {
+  test("none while the session connects or after retirement; the connected session otherwise, counted as in use", async () => {
+    const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"] }) });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      const connecting = pool.acquire("local", server, opts);
+      expect(pool.tryAcquire("local", server, opts)).toBeUndefined();
+      const first = await connecting;
+      const again = pool.tryAcquire("local", server, opts)!;
+      expect(again.session).toBe(first.session);
+      first.release();
+      // Still leased by `again`: retirement waits for it before closing the child.
+      pool.retire();
+      expect(pool.tryAcquire("local", server, opts)).toBeUndefined();
+      expect(alive(first.session.pid!)).toBe(true);
+      again.release();
+      expect(await waitUntil(() => !alive(first.session.pid!))).toBe(true);
     } finally {
       await pool.close();
     }

@@ -16,7 +16,7 @@ import type { McpToolRecord } from "./metadata";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles } from "../sessions/changes";
 import { isExpiredSession } from "../sessions/expired";
-import { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { SessionPool } from "../sessions/pool";
 import { runScope, type SessionScope } from "../sessions/scope";
 import { boundText } from "../shared/text";
@@ -116,16 +116,17 @@ function sendToServer(
     const headers = sendableHeaders(request.serverName, request.headers);
     secrets.noteHeaders(headers);
     const stdio = server.type === "stdio";
-    const lease = await pool.acquire(request.serverName, server, {
+    const acquiring = {
       headers: stdio ? EMPTY_HEADERS : headers,
       initTimeoutMs: initTimeoutMs(server),
       signal,
       ...(stdio ? { scope: target.scope ?? runScope(runtime) } : {}),
-    });
+    };
+    const lease = pool.tryAcquire(request.serverName, server, acquiring) ?? (await pool.acquire(request.serverName, server, acquiring));
     const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;
     try {
-      const before = scanner ? await scanner.snapshot() : null;
+      const before = scanner ? (scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())) : null;
       const result = await withExtendableDeadline(async (callSignal, extend) => {
         const writer = runtime?.writer ?? undefined;
         const toolCallId = toolCallIdOf(runtime);
@@ -169,7 +170,7 @@ function sendToServer(
         workspace.context = {
           userData: paths.userData,
           cwd: server.cwd || paths.workspace,
-          changed: changedFiles(before, await scanner.snapshot()),
+          changed: changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())),
         };
       }
       return result;
@@ -201,19 +202,17 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
 }
 
 /**
- * Turns what the chain produced (already scrubbed) into what the tool returns: a ToolMessage in a tool node,
+ * Turns what the chain produced (already scrubbed, its paths translated) into what the tool returns: a ToolMessage in a tool node,
  * else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would not match.
  */
-async function toToolOutput(
-  outcome: McpCallOutcome,
+function toToolOutput(
+  result: McpCallOutcome,
   visibleName: string,
   toolCallId: string | undefined,
   maxResultChars: number,
-  workspace: CallWorkspace,
-): Promise<unknown> {
-  if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-  const context = workspace.context;
-  const result = context ? await translateResultPaths(outcome, context) : outcome;
+  context: PathContext | undefined,
+): unknown {
+  if (isCommand(result) || ToolMessage.isInstance(result)) return result;
   const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), context), maxResultChars);
   const content = converted.content;
   if (toolCallId === undefined) {
@@ -266,7 +265,12 @@ export async function runToolCall(
   try {
     const workspace: CallWorkspace = {};
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
-    return await toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace);
+    const context = workspace.context;
+    const result =
+      context && !isCommand(outcome) && !ToolMessage.isInstance(outcome) && mayTranslatePaths(outcome, context)
+        ? await translateResultPaths(outcome, context)
+        : outcome;
+    return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, context);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());

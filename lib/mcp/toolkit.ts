@@ -429,16 +429,30 @@ export class McpToolkit {
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
-  private async invokeTool(
+  private invokeTool(
     record: McpToolRecord,
     visibleName: string,
     args: Record<string, unknown>,
     config: RunnableConfig | undefined,
   ): Promise<unknown> {
-    const generation = this.current ?? (await this.ensureLoaded());
+    const generation = this.current;
+    if (generation) return this.invokeOn(generation, record, visibleName, args, config);
+    return this.ensureLoaded().then((loaded) => this.invokeOn(loaded, record, visibleName, args, config));
+  }
+
+  private invokeOn(
+    generation: Generation,
+    record: McpToolRecord,
+    visibleName: string,
+    args: Record<string, unknown>,
+    config: RunnableConfig | undefined,
+  ): Promise<unknown> {
     const entry = generation.servers.get(record.server);
     if (!entry) {
-      return toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config);
+      // In an executor, so the error outside a tool node (a throw) becomes a rejection.
+      return new Promise((resolve) =>
+        resolve(toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config)),
+      );
     }
     return runToolCall({ pool: generation.pool, server: entry.config }, record, visibleName, args, config, entry.requestScoped);
   }

@@ -91,8 +91,11 @@ export class WorkspaceScanner {
     return this.snapshotInPlace() ?? snapshotAsync(this.root);
   }
 
-  /** The walk done synchronously, or `undefined` when the tree has more than `SYNC_WALK_ENTRIES` entries. */
-  private snapshotInPlace(): WorkspaceSnapshot | undefined {
+  /**
+   * The walk done synchronously, or `undefined` when the tree has more than `SYNC_WALK_ENTRIES` entries (then
+   * `snapshotLarge()` walks it without blocking). Lets a caller skip a promise per call for the usual small tree.
+   */
+  snapshotInPlace(): WorkspaceSnapshot | undefined {
     let files: Map<string, string> | undefined;
     const settledBefore = this.now() - SETTLED_LISTING_MS;
     const generation = ++this.generation;
@@ -151,6 +154,11 @@ export class WorkspaceScanner {
     const listing: Listing = { stamp, settled: info.ctimeMs < settledBefore, entries: entries.length, dirs, files, seen: 0 };
     this.listings.set(dir, listing);
     return listing;
+  }
+
+  /** The walk through the thread pool, for a tree too large for `snapshotInPlace()`. */
+  snapshotLarge(): Promise<WorkspaceSnapshot> {
+    return snapshotAsync(this.root);
   }
 }
 

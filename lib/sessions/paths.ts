@@ -56,14 +56,7 @@ type Content = CallToolResult["content"][number];
  */
 export async function translateResultPaths(result: CallToolResult, ctx: PathContext): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
-  const references = new Set<string>();
-  for (const item of items) {
-    if (item.type === "text") collectReferences(item.text, references);
-    else if (item.type === "resource_link") references.add(item.uri);
-    else if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
-      collectReferences(item.resource.text, references);
-    }
-  }
+  const references = resultReferences(items);
   if (references.size === 0 && ctx.changed.length === 0) return result;
   const root = await realpath(ctx.userData).catch(() => null);
   if (root === null) return result;
@@ -86,6 +79,26 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
     return item;
   });
   return { ...result, content };
+}
+
+/**
+ * Whether `translateResultPaths` could change anything: the result names a link or a path-like word, or the call
+ * changed files. Synchronous, so the usual result skips the file system and a promise.
+ */
+export function mayTranslatePaths(result: CallToolResult, ctx: PathContext): boolean {
+  return ctx.changed.length > 0 || resultReferences(Array.isArray(result.content) ? result.content : []).size > 0;
+}
+
+function resultReferences(items: readonly Content[]): Set<string> {
+  const references = new Set<string>();
+  for (const item of items) {
+    if (item.type === "text") collectReferences(item.text, references);
+    else if (item.type === "resource_link") references.add(item.uri);
+    else if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
+      collectReferences(item.resource.text, references);
+    }
+  }
+  return references;
 }
 
 function pathTokens(text: string): string[] {

@@ -195,14 +195,34 @@ export class SessionPool {
         throw err;
       }
     }
-    const owner = entry;
+    return this.lease(entry, session);
+  }
+
+  /**
+   * `acquire()` without waiting: a lease on the session already connected for this key, or `undefined` when the
+   * caller has to `acquire()` (none yet, still connecting, its child gone, or the pool retired). Saves the usual
+   * call its promises.
+   */
+  tryAcquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): SessionLease | undefined {
+    if (this.retired) return undefined;
+    const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
+    const entry = this.entries.get(key);
+    if (!entry?.session || entry.exited?.()) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    entry.inFlight += 1;
+    clearTimeout(entry.idleTimer);
+    return this.lease(entry, entry.session);
+  }
+
+  private lease(entry: Entry, session: McpSession): SessionLease {
     let released = false;
     return {
       session,
       release: () => {
         if (released) return;
         released = true;
-        this.release(owner);
+        this.release(entry);
       },
     };
   }
