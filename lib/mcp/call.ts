@@ -202,8 +202,9 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
 }
 
 /**
- * Turns what the chain produced (already scrubbed, its paths translated) into what the tool returns: a ToolMessage in a tool node,
- * else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would not match.
+ * Turns what the chain produced (already scrubbed, its paths translated) into what the tool returns: a ToolMessage
+ * in a tool node, else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would
+ * not match.
  */
 function toToolOutput(
   result: McpCallOutcome,
