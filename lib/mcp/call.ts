@@ -202,18 +202,17 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
 }
 
 /**
- * Turns what the chain produced (already scrubbed, its paths translated) into what the tool returns: a ToolMessage
- * in a tool node, else content. Bounded after scrubbing, so a cut never leaves part of a secret that redaction would
- * not match.
+ * Turns a result the chain produced (already scrubbed, its paths translated) into what the tool returns: a
+ * ToolMessage in a tool node, else content. Bounded after scrubbing, so a cut never leaves part of a secret that
+ * redaction would not match.
  */
 function toToolOutput(
-  result: McpCallOutcome,
+  result: CallToolResult,
   visibleName: string,
   toolCallId: string | undefined,
   maxResultChars: number,
   context: PathContext | undefined,
 ): unknown {
-  if (isCommand(result) || ToolMessage.isInstance(result)) return result;
   const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), context), maxResultChars);
   const content = converted.content;
   if (toolCallId === undefined) {
@@ -266,11 +265,10 @@ export async function runToolCall(
   try {
     const workspace: CallWorkspace = {};
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
+    // An interceptor's ToolMessage or Command is the tool's output as it is.
+    if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
     const context = workspace.context;
-    const result =
-      context && !isCommand(outcome) && !ToolMessage.isInstance(outcome) && mayTranslatePaths(outcome, context)
-        ? await translateResultPaths(outcome, context)
-        : outcome;
+    const result = context && mayTranslatePaths(outcome, context) ? await translateResultPaths(outcome, context) : outcome;
     return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, context);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;

@@ -88,7 +88,7 @@ export class WorkspaceScanner {
   }
 
   async snapshot(): Promise<WorkspaceSnapshot> {
-    return this.snapshotInPlace() ?? snapshotAsync(this.root);
+    return this.snapshotInPlace() ?? this.snapshotLarge();
   }
 
   /**
