@@ -55,6 +55,19 @@ describe("Redactor", () => {
     expect(input["k-s3cr"][0]).toBe("v s3cr");
   });
 
+  test("deep() copies only what holds a secret: untouched parts are shared, earlier items and keys are kept in order", () => {
+    const clean = { text: "nothing here", list: [1, "two"] };
+    const input = { first: clean, items: ["a", { b: "c" }, "s3cr"], last: "ends with s3cr" };
+    const out = Redactor.of(["s3cr"]).deep(input);
+    expect(out).toEqual({ first: clean, items: ["a", { b: "c" }, REDACTED], last: `ends with ${REDACTED}` });
+    expect(Object.keys(out)).toEqual(["first", "items", "last"]);
+    expect(out.first).toBe(clean);
+    expect(out.items[1]).toBe(input.items[1]);
+    expect(input.items[2]).toBe("s3cr");
+    expect(input.last).toBe("ends with s3cr");
+    expect(Redactor.of(["s3cr"]).deep(clean)).toBe(clean);
+  });
+
   test("deep() keeps a parsed '__proto__' key as an own property, scrubbed, without changing the copy's prototype", () => {
     const input = JSON.parse('{"__proto__": {"polluted": "s3cr"}, "a": "s3cr"}') as Record<string, unknown>;
     const out = Redactor.of(["s3cr"]).deep(input);
@@ -73,6 +86,15 @@ describe("Redactor", () => {
 
   test("one redactor per distinct set", () => {
     expect(Redactor.of(["a1", "b2"])).toBe(Redactor.of(["b2", "a1", "a1"]));
+    expect(Redactor.of(new Set(["b2", "a1"]))).toBe(Redactor.of(["a1", "b2"]));
+  });
+
+  test("lists that only look alike when joined are different sets", () => {
+    const joined = Redactor.of(["k1\u0000k2"]);
+    const apart = Redactor.of(["k1", "k2"]);
+    expect(apart).not.toBe(joined);
+    expect(apart.text("k1 k2")).toBe(`${REDACTED} ${REDACTED}`);
+    expect(Redactor.of(["k1\u0000k2"]).text("k1 k2")).toBe("k1 k2");
   });
 
   test("regex metacharacters in a secret are literal", () => {

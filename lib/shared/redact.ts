@@ -26,19 +26,18 @@ export class Redactor {
 
   /** The redactor for these values (empty and duplicate values ignored); built once per distinct set. */
   static of(values: Iterable<string | undefined>): Redactor {
-    const unique = [...new Set([...values].filter((v): v is string => typeof v === "string" && v !== ""))];
+    const list = Array.isArray(values) ? (values as ReadonlyArray<string | undefined>) : [...values];
+    // A call's list usually comes again as it was: found by its exact spelling before it is sorted and deduplicated.
+    const spelled = JSON.stringify(list);
+    const known = touch(bySpelling, spelled);
+    if (known) return known;
+    const unique = [...new Set(list.filter((v): v is string => typeof v === "string" && v !== ""))];
     if (unique.length === 0) return Redactor.none;
     unique.sort();
-    const key = unique.join("\u0000");
-    const cached = cache.get(key);
-    if (cached) {
-      cache.delete(key);
-      cache.set(key, cached);
-      return cached;
-    }
-    const redactor = new Redactor(buildPattern(unique));
-    cache.set(key, redactor);
-    if (cache.size > CACHE_LIMIT) cache.delete(cache.keys().next().value as string);
+    const key = JSON.stringify(unique);
+    const redactor = touch(cache, key) ?? new Redactor(buildPattern(unique));
+    remember(cache, key, redactor);
+    remember(bySpelling, spelled, redactor);
     return redactor;
   }
 
@@ -52,7 +51,10 @@ export class Redactor {
     return text.replace(this.pattern, REDACTED);
   }
 
-  /** A copy of a JSON-like value with every string (object keys included) scrubbed; other values as they are. */
+  /**
+   * A JSON-like value with every string (object keys included) scrubbed; other values as they are. Arrays and plain
+   * objects holding nothing to scrub are returned as they are, not copied; the others are copies.
+   */
   deep<T>(value: T): T {
     if (this.pattern === null) return value;
     return this.walk(value) as T;
@@ -60,27 +62,62 @@ export class Redactor {
 
   private walk(value: unknown): unknown {
     if (typeof value === "string") return this.text(value);
-    if (Array.isArray(value)) return value.map((item) => this.walk(item));
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < value.length; i += 1) {
+        const item = this.walk(value[i]);
+        if (out === undefined) {
+          if (item === value[i]) continue;
+          out = value.slice(0, i);
+        }
+        out.push(item);
+      }
+      return out ?? value;
+    }
     if (value !== null && typeof value === "object" && isPlain(value)) {
       const source = value as Record<string, unknown>;
-      const out: Record<string, unknown> = {};
-      for (const key of Object.keys(source)) {
+      const keys = Object.keys(source);
+      let out: Record<string, unknown> | undefined;
+      for (let i = 0; i < keys.length; i += 1) {
+        const key = keys[i];
         const item = this.walk(source[key]);
         const scrubbed = this.text(key);
-        // A plain assignment would call the `__proto__` setter instead of making an own property.
-        if (scrubbed === "__proto__") {
-          Object.defineProperty(out, scrubbed, { value: item, enumerable: true, writable: true, configurable: true });
-        } else {
-          out[scrubbed] = item;
+        if (out === undefined) {
+          if (item === source[key] && scrubbed === key) continue;
+          out = {};
+          for (let j = 0; j < i; j += 1) setOwn(out, keys[j], source[keys[j]]);
         }
+        setOwn(out, scrubbed, item);
       }
-      return out;
+      return out ?? value;
     }
     return value;
   }
 }
 
+/** `out[key] = value` as an own property, also for "__proto__" (a plain assignment would call its setter). */
+function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
+  else out[key] = value;
+}
+
+/** Redactors by their sorted, distinct values, and by the exact list they were asked for; least recently used out. */
 const cache = new Map<string, Redactor>();
+const bySpelling = new Map<string, Redactor>();
+
+function touch(map: Map<string, Redactor>, key: string): Redactor | undefined {
+  const found = map.get(key);
+  if (found) {
+    map.delete(key);
+    map.set(key, found);
+  }
+  return found;
+}
+
+function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): void {
+  map.set(key, redactor);
+  if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
+}
 
 function isPlain(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
