@@ -131,6 +131,18 @@ describe("StdioLineBuffer", () => {
     expect(discarded).toEqual([{ bytes: big.length, id: 7 }]);
   });
 
+  test("blank lines are skipped, and a line over the limit is discarded even when one chunk holds all of it", () => {
+    const discarded: unknown[] = [];
+    const buffer = new StdioLineBuffer(100, (d) => discarded.push(d));
+    const big = JSON.stringify({ jsonrpc: "2.0", id: 4, result: { text: "é".repeat(80) } });
+    const small = { jsonrpc: "2.0", id: 5, result: { text: "é" } };
+    buffer.append(Buffer.from(`\n \r\n${big}\n\t\n${JSON.stringify(small)}\r\n\n`));
+    expect(buffer.readMessage()).toMatchObject({ id: 4, error: { code: -32603 } });
+    expect(buffer.readMessage()).toEqual(small);
+    expect(buffer.readMessage()).toBeNull();
+    expect(discarded).toEqual([{ bytes: Buffer.byteLength(big), id: 4 }]);
+  });
+
   test("response ids are found at either end, and only for responses", () => {
     expect(responseIdOf('{"jsonrpc":"2.0","id":"a\\"b","result":{"x":', "")).toBe('a"b');
     expect(responseIdOf('{"result":{"content":[', ',"id":9}]},"jsonrpc":"2.0","id":3}')).toBe(3);

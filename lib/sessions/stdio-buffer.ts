@@ -61,19 +61,28 @@ export class StdioLineBuffer {
     let start = 0;
     while (start < chunk.length) {
       const newline = chunk.indexOf(10, start);
-      const end = newline === -1 ? chunk.length : newline;
-      if (end > start) this.add(chunk.subarray(start, end));
-      if (newline === -1) break;
-      this.endLine();
+      if (newline === -1) {
+        this.add(chunk.subarray(start));
+        break;
+      }
+      if (this.lineBytes === 0 && this.discarding === null && newline - start <= this.maxMessageBytes) {
+        // The whole line is in this chunk (the usual case): decoded in place, no piece kept.
+        this.ready.push(chunk.toString("utf8", start, newline > start && chunk[newline - 1] === 13 ? newline - 1 : newline));
+      } else {
+        if (newline > start) this.add(chunk.subarray(start, newline));
+        this.endLine();
+      }
       start = newline + 1;
     }
   }
 
   /** The next complete message, or null. Throws for a line that is not a JSON-RPC message (the transport reports it and reads on). */
   readMessage(): JSONRPCMessage | null {
-    const next = this.ready.shift();
-    if (next === undefined) return null;
-    return typeof next === "string" ? deserializeMessage(next) : next;
+    for (let next = this.ready.shift(); next !== undefined; next = this.ready.shift()) {
+      if (typeof next !== "string") return next;
+      if (!isBlank(next)) return deserializeMessage(next);
+    }
+    return null;
   }
 
   clear(): void {
@@ -126,8 +135,13 @@ export class StdioLineBuffer {
     const text = (this.line.length === 1 ? this.line[0] : Buffer.concat(this.line, this.lineBytes)).toString("utf8").replace(/\r$/, "");
     this.line = [];
     this.lineBytes = 0;
-    if (text.trim() !== "") this.ready.push(text);
+    this.ready.push(text);
   }
+}
+
+/** Whether `text` is only whitespace (a blank line between messages); a JSON-RPC message's "{" answers at once. */
+function isBlank(text: string): boolean {
+  return text.charCodeAt(0) !== 123 && text.trim() === "";
 }
 
 /** A copy of the first `n` bytes of `chunks`. */
