@@ -41,8 +41,9 @@ export type WorkspaceSnapshot = ReadonlyMap<string, string> | null;
 export const SETTLED_LISTING_MS = 2_000;
 
 interface Listing {
-  /** `ino:ctime` of the folder when it was read. */
-  readonly stamp: string;
+  /** The folder's inode and change time when it was read. */
+  readonly ino: number;
+  readonly ctimeMs: number;
   /** Whether the folder's ctime was past `SETTLED_LISTING_MS` when it was read: only then is the listing reused. */
   readonly settled: boolean;
   /** Entries read (excluded and other kinds included), for the size bound. */
@@ -97,13 +98,12 @@ export class WorkspaceScanner {
    */
   snapshotInPlace(): WorkspaceSnapshot | undefined {
     let files: Map<string, string> | undefined;
-    const settledBefore = this.now() - SETTLED_LISTING_MS;
     const generation = ++this.generation;
     let reread = false;
     let budget = SYNC_WALK_ENTRIES;
     const pending = [this.root];
     for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-      const listing = this.list(dir, settledBefore);
+      const listing = this.list(dir);
       if (listing === null) continue; // vanished or unreadable: nothing to list there
       if (listing.seen === 0) reread = true;
       listing.seen = generation;
@@ -124,7 +124,7 @@ export class WorkspaceScanner {
     return files ?? EMPTY_SNAPSHOT;
   }
 
-  private list(dir: string, settledBefore: number): Listing | null {
+  private list(dir: string): Listing | null {
     // The stat comes first: a change between it and the read shows as a new stamp next time.
     let info;
     try {
@@ -133,9 +133,10 @@ export class WorkspaceScanner {
       return null;
     }
     if (!info?.isDirectory()) return null;
-    const stamp = `${info.ino}:${info.ctimeMs}`;
+    const { ino, ctimeMs } = info;
     const cached = this.listings.get(dir);
-    if (cached !== undefined && cached.settled && cached.stamp === stamp) return cached;
+    if (cached !== undefined && cached.settled && cached.ino === ino && cached.ctimeMs === ctimeMs) return cached;
+    const readAt = this.now();
     let entries: Dirent[];
     try {
       entries = this.readDir(dir);
@@ -151,7 +152,7 @@ export class WorkspaceScanner {
         files.push(nodePath.join(dir, entry.name));
       }
     }
-    const listing: Listing = { stamp, settled: info.ctimeMs < settledBefore, entries: entries.length, dirs, files, seen: 0 };
+    const listing: Listing = { ino, ctimeMs, settled: ctimeMs < readAt - SETTLED_LISTING_MS, entries: entries.length, dirs, files, seen: 0 };
     this.listings.set(dir, listing);
     return listing;
   }
