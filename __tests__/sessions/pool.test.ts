@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { readFile, writeFile } from "node:fs/promises";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
@@ -55,6 +55,32 @@ describe("HTTP sessions per header set close when idle", () => {
     const call = http.requests.find((r) => r.rpcMethods?.includes("tools/call") && (r.body as { params: { name: string } }).params.name === "slow")!;
     expect(http.requests.some(deleted(call.sessionId))).toBe(false);
     await http.waitForRequest(deleted(call.sessionId));
+  });
+});
+
+describe("the idle count restarts with every release", () => {
+  test("a session used again before its idle time is up closes that long after its last use, not its first", async () => {
+    const fx = await startHttpFixture({ name: "idle", toolNames: ["echo"] });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: 1000 });
+    const server = McpServerSchema.parse({ type: "http", url: fx.url });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    try {
+      const first = await pool.acquire("idle", server, opts);
+      jest.useFakeTimers({ doNotFake: ["nextTick", "setImmediate", "queueMicrotask", "Date", "performance", "hrtime"] });
+      first.release();
+      jest.advanceTimersByTime(800);
+      const again = pool.tryAcquire("idle", server, opts);
+      expect(again?.session).toBe(first.session);
+      again!.release();
+      jest.advanceTimersByTime(800); // 1.6 s after the first release, 0.8 s after the last
+      expect(pool.size()).toBe(1);
+      jest.advanceTimersByTime(300);
+      expect(pool.size()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+      await pool.close();
+      await fx.close();
+    }
   });
 });
 

@@ -175,7 +175,6 @@ export class SessionPool {
       created = true;
     }
     entry.inFlight += 1;
-    clearTimeout(entry.idleTimer);
     if (created) {
       if (entry.closesWhenIdle) this.trim(serverName);
       else this.evictStdio();
@@ -211,7 +210,6 @@ export class SessionPool {
     this.entries.delete(key);
     this.entries.set(key, entry);
     entry.inFlight += 1;
-    clearTimeout(entry.idleTimer);
     return this.lease(entry, entry.session);
   }
 
@@ -237,10 +235,14 @@ export class SessionPool {
     if (!entry.closesWhenIdle) return;
     this.trim(entry.serverName);
     if (this.httpIdleMs !== null && this.entries.get(entry.key) === entry) {
-      entry.idleTimer = setClampedTimeout(() => {
-        if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
-      }, this.httpIdleMs);
-      entry.idleTimer.unref();
+      // One timer per session, restarted on each release; one that fires while a call runs does nothing.
+      if (entry.idleTimer) entry.idleTimer.refresh();
+      else {
+        entry.idleTimer = setClampedTimeout(() => {
+          if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
+        }, this.httpIdleMs);
+        entry.idleTimer.unref();
+      }
     }
   }
 
