@@ -1,6 +1,6 @@
 import type { McpHeadersFromContextConfig } from "../config";
-import type { McpToolInterceptor } from "../shared/interceptor";
-import { assertSendableHeader, CredentialError, mergeHeaders, type HeaderMap } from "../shared/headers";
+import type { McpToolCallRequest, McpToolInterceptor } from "../shared/interceptor";
+import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders, type HeaderMap } from "../shared/headers";
 import { ownText } from "../shared/errors";
 import { runSecrets } from "../shared/identity";
 
@@ -12,7 +12,8 @@ import { runSecrets } from "../shared/identity";
 export function contextHeadersInterceptor(serverName: string, config: McpHeadersFromContextConfig): McpToolInterceptor {
   const mapping = Object.entries(config.headers);
   const merged = new MergedHeaders();
-  return async (request, next) => {
+  /** The request's headers with the run's values in, or undefined when no value applies. Throws to deny. */
+  const withContext = (request: McpToolCallRequest): HeaderMap | undefined => {
     const secrets = runSecrets(request.runtime);
     const found: Record<string, string> = {};
     const missing: string[] = [];
@@ -34,39 +35,19 @@ export function contextHeadersInterceptor(serverName: string, config: McpHeaders
         `MCP server '${serverName}' needs the run's context.secrets ${keys} (headers_from_context), which the run does not provide (missing or empty)`,
       ));
     }
-    if (Object.keys(found).length === 0) return next(request);
-    const headers = merged.get(request.headers, values, () => {
+    if (missing.length === mapping.length) return undefined; // no value at all ("passthrough")
+    return merged.get(request.headers, values, () => {
       for (const [header, value] of Object.entries(found)) assertSendableHeader(serverName, header, value, "headers_from_context");
       return mergeHeaders(request.headers, found);
     });
-    return next(request.override({ headers }));
   };
-}
-
-/** Header sets remembered per base set, the most recently used first out. */
-const MERGED_HEADERS_LIMIT = 1024;
-
-/**
- * The merged headers of recent (base headers, context values) pairs, so one user's calls carry the very same
- * header object: the session pool, the sendability check and the redactor memoize by its identity.
- */
-class MergedHeaders {
-  private readonly byBase = new WeakMap<HeaderMap, Map<string, HeaderMap>>();
-
-  get(base: HeaderMap, values: string, merge: () => HeaderMap): HeaderMap {
-    let byValues = this.byBase.get(base);
-    if (byValues === undefined) {
-      byValues = new Map();
-      this.byBase.set(base, byValues);
+  // Not an async function: the next layer's promise is returned as it is, without one more promise per call.
+  return (request, next) => {
+    try {
+      const headers = withContext(request);
+      return next(headers === undefined ? request : request.override({ headers }));
+    } catch (err) {
+      return Promise.reject(err);
     }
-    let headers = byValues.get(values);
-    if (headers === undefined) {
-      headers = merge();
-      if (byValues.size >= MERGED_HEADERS_LIMIT) byValues.delete(byValues.keys().next().value as string);
-    } else {
-      byValues.delete(values);
-    }
-    byValues.set(values, headers);
-    return headers;
-  }
+  };
 }

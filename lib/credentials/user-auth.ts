@@ -1,6 +1,6 @@
 import type { McpUserAuthConfig } from "../config";
-import type { McpToolInterceptor } from "../shared/interceptor";
-import { assertSendableHeader, CredentialError, mergeHeaders } from "../shared/headers";
+import type { McpToolCallRequest, McpToolInterceptor } from "../shared/interceptor";
+import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
 import { runUserId } from "../shared/identity";
 
@@ -18,18 +18,31 @@ function shownUserId(userId: string): string {
  * cannot be sent is rejected either way.
  */
 export function userAuthInterceptor(serverName: string, config: McpUserAuthConfig): McpToolInterceptor {
-  return async (request, next) => {
+  const merged = new MergedHeaders();
+  /** The request with the user's header in, or as it was ("passthrough"). Throws to deny. */
+  const withUserHeader = (request: McpToolCallRequest): McpToolCallRequest => {
     const userId = runUserId(request.runtime);
     const value = userId !== undefined && Object.hasOwn(config.users, userId) ? config.users[userId] : undefined;
     if (value === undefined || value === "") {
-      if (config.on_missing === "passthrough") return next(request);
+      if (config.on_missing === "passthrough") return request;
       throw ownText(new CredentialError(
         userId === undefined
           ? `MCP server '${serverName}' needs a per-user credential (user_auth, header '${config.header}'), but the run has no user id (context.user_id)`
           : `MCP server '${serverName}' has no user_auth credential for user '${shownUserId(userId)}' (header '${config.header}')`,
       ));
     }
-    assertSendableHeader(serverName, config.header, value, "user_auth");
-    return next(request.override({ headers: mergeHeaders(request.headers, { [config.header]: value }) }));
+    const headers = merged.get(request.headers, value, () => {
+      assertSendableHeader(serverName, config.header, value, "user_auth");
+      return mergeHeaders(request.headers, { [config.header]: value });
+    });
+    return request.override({ headers });
+  };
+  // Not an async function: the next layer's promise is returned as it is, without one more promise per call.
+  return (request, next) => {
+    try {
+      return next(withUserHeader(request));
+    } catch (err) {
+      return Promise.reject(err);
+    }
   };
 }

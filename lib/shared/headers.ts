@@ -88,3 +88,32 @@ export function collapseHeaderCase(headers: HeaderMap): HeaderMap {
   }
   return headers;
 }
+
+/** Header sets remembered per base set, the most recently used first out. */
+const MERGED_HEADERS_LIMIT = 1024;
+
+/**
+ * The merged headers of recent (base headers, values) pairs, so one user's calls carry the very same header
+ * object: the session pool, the sendability check and the redactor memoize by its identity. `values` must spell
+ * each distinct set of added values differently.
+ */
+export class MergedHeaders {
+  private readonly byBase = new WeakMap<HeaderMap, Map<string, HeaderMap>>();
+
+  get(base: HeaderMap, values: string, merge: () => HeaderMap): HeaderMap {
+    let byValues = this.byBase.get(base);
+    if (byValues === undefined) {
+      byValues = new Map();
+      this.byBase.set(base, byValues);
+    }
+    let headers = byValues.get(values);
+    if (headers === undefined) {
+      headers = merge();
+      if (byValues.size >= MERGED_HEADERS_LIMIT) byValues.delete(byValues.keys().next().value as string);
+    } else {
+      byValues.delete(values);
+    }
+    byValues.set(values, headers);
+    return headers;
+  }
+}

@@ -55,7 +55,7 @@ export class McpToolCallRequest {
       serverName: this.serverName,
       toolName: this.toolName,
       runtime: this.runtime,
-      args: patch.args ?? { ...this.args },
+      args: patch.args ?? this.args,
       headers: patch.headers ?? this.headers,
       meta: patch.meta ?? this.meta,
     });
