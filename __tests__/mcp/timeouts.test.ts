@@ -34,6 +34,7 @@ beforeAll(async () => {
       unbounded: { type: "stdio", ...stdioFixture({ name: "unbounded", toolNames: ["ticker"] }), tool_call_timeout: null },
       capped: { type: "http", url: http.url, tool_call_timeout: 0.5, max_total_timeout: 0.8 },
       remote: { type: "http", url: http.url, tool_call_timeout: 0.3 },
+      patient: { type: "http", url: http.url, tool_call_timeout: null },
       events: { type: "sse", url: sse.url, tool_call_timeout: 0.3 },
     },
   });
@@ -129,5 +130,29 @@ describe("tool_call_timeout over HTTP and SSE", () => {
       (r) => r.rpcMethods?.includes("tools/call") && (r.body as { params: { name: string } }).params.name === "slow",
     );
     expect(findToolCall(fixture().requests, marker)?.sessionId).toBe(slowCall?.sessionId);
+  });
+});
+
+describe("a run cancelled during a call", () => {
+  test("the call stops at once, the server is told to cancel it, and the session serves the next call", async () => {
+    const controller = new AbortController();
+    const ms = 60_000 + ++id; // tells this call apart from the other tests' slow calls
+    const isThisCall = (r: { rpcMethods?: string[]; body?: unknown }) =>
+      r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { arguments: { ms?: number } } }).params.arguments.ms === ms;
+    const running = tools.patient_slow.invoke({ type: "tool_call", id: `t${id}`, name: "patient_slow", args: { ms } }, { signal: controller.signal });
+    const sent = await http.waitForRequest(isThisCall);
+    controller.abort(new Error("run cancelled"));
+    await expect(running).rejects.toThrow("run cancelled");
+    const requestId = (sent.body as { id: number }).id;
+    // Request ids count per session: the cancellation is the one for this request on this session.
+    await http.waitForRequest(
+      (r) =>
+        r.rpcMethods?.includes("notifications/cancelled") === true &&
+        r.sessionId === sent.sessionId &&
+        (r.body as { params: { requestId: number } }).params.requestId === requestId,
+    );
+    const marker = "patient-after-cancel";
+    expect((await call("patient_echo", { text: marker })).content).toBe(marker);
+    expect(findToolCall(http.requests, marker)?.sessionId).toBe(sent.sessionId);
   });
 });

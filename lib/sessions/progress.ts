@@ -3,6 +3,12 @@ import { ProgressNotificationSchema, type Progress } from "@modelcontextprotocol
 
 export type ProgressListener = (progress: Progress) => void;
 
+export interface ProgressRegistration {
+  readonly token: string;
+  /** Forgets the token (what was read with the result has been delivered by then). */
+  done(): void;
+}
+
 /**
  * Routes `notifications/progress` by token on one session. The SDK's own routing drops updates that
  * arrive in the same read as the result (it hands notifications to a later microtask but removes the
@@ -22,7 +28,7 @@ export class ProgressRouter {
   }
 
   /** A fresh token for one call; `done()` forgets it (what was read with the result has been delivered by then). */
-  register(listener: ProgressListener): { token: string; done(): void } {
+  register(listener: ProgressListener): ProgressRegistration {
     const token = `harness-${++this.counter}`;
     this.listeners.set(token, listener);
     return { token, done: () => void this.listeners.delete(token) };

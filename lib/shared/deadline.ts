@@ -78,6 +78,61 @@ export function withDeadline<T>(
 }
 
 /**
+ * A running deadline: its signal aborts after `timeoutMs` (restarted by `extend()`), after `maxTotalMs` in all, or
+ * when `outer` aborts, and `onStop` (if given) hears the reason. It has no promise of its own, so work that stops
+ * at once when its signal aborts (an MCP SDK request rejects in the abort listener) needs nothing more: after a
+ * failure, `reason` tells whether the deadline or `outer` caused it. `dispose()` once the work settled.
+ */
+export class Deadline {
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly totalTimer: NodeJS.Timeout | undefined;
+  private readonly unsubscribe: (() => void) | undefined;
+
+  constructor(
+    limits: DeadlineLimits,
+    outer?: AbortSignal,
+    private readonly onStop?: (reason: unknown) => void,
+  ) {
+    const { timeoutMs } = limits;
+    const maxTotalMs = limits.maxTotalMs ?? null;
+    if (timeoutMs !== null) this.timer = setClampedTimeout(() => this.stop(new DeadlineExceededError(timeoutMs, "timeout")), timeoutMs);
+    if (maxTotalMs !== null) {
+      this.totalTimer = setClampedTimeout(() => this.stop(new DeadlineExceededError(maxTotalMs, "maxTotal")), maxTotalMs);
+    }
+    if (outer) this.unsubscribe = onAbort(outer, () => this.stop(outer.reason));
+  }
+
+  /** The signal to hand the work; never `outer` itself (see `withDeadline`). */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Why the work was stopped: a `DeadlineExceededError` or `outer`'s reason; `undefined` while it was not. */
+  get reason(): unknown {
+    return this.controller.signal.aborted ? this.controller.signal.reason : undefined;
+  }
+
+  /** Restarts the `timeoutMs` count (not the total one). */
+  extend(): void {
+    if (!this.controller.signal.aborted) this.timer?.refresh();
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.totalTimer) clearTimeout(this.totalTimer);
+    this.unsubscribe?.();
+  }
+
+  private stop(reason: unknown): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(reason);
+    this.dispose();
+    this.onStop?.(reason);
+  }
+}
+
+/**
  * `withDeadline` whose timeout `work` can restart by calling `extend()` (e.g. on each progress
  * notification), bounded by `maxTotalMs` however often it does. Delays are clamped to what a timer holds.
  */
@@ -86,49 +141,26 @@ export function withExtendableDeadline<T>(
   limits: DeadlineLimits,
   outer?: AbortSignal,
 ): Promise<T> {
-  const { timeoutMs } = limits;
-  const maxTotalMs = limits.maxTotalMs ?? null;
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let totalTimer: NodeJS.Timeout | undefined;
-  let unsubscribe: (() => void) | undefined;
   // One promise settled by whichever comes first (the work, a timer, the outer abort): no `Promise.race` over a
   // second promise per call.
   return new Promise<T>((resolve, reject) => {
-    const cleanup = () => {
-      if (timer) clearTimeout(timer);
-      if (totalTimer) clearTimeout(totalTimer);
-      unsubscribe?.();
-    };
-    const fail = (reason: unknown) => {
-      if (controller.signal.aborted) return;
-      controller.abort(reason);
-      cleanup();
-      reject(reason);
-    };
-    if (timeoutMs !== null) timer = setClampedTimeout(() => fail(new DeadlineExceededError(timeoutMs, "timeout")), timeoutMs);
-    if (maxTotalMs !== null) {
-      totalTimer = setClampedTimeout(() => fail(new DeadlineExceededError(maxTotalMs, "maxTotal")), maxTotalMs);
-    }
-    if (outer) unsubscribe = onAbort(outer, () => fail(outer.reason));
-    const extend = () => {
-      if (!controller.signal.aborted) timer?.refresh();
-    };
+    const deadline = new Deadline(limits, outer, reject);
+    if (deadline.reason !== undefined) return;
     let running: Promise<T>;
     try {
-      running = Promise.resolve(work(controller.signal, extend));
+      running = Promise.resolve(work(deadline.signal, () => deadline.extend()));
     } catch (err) {
-      cleanup();
+      deadline.dispose();
       reject(err);
       return;
     }
     running.then(
       (value) => {
-        cleanup();
+        deadline.dispose();
         resolve(value);
       },
       (err: unknown) => {
-        cleanup();
+        deadline.dispose();
         reject(err);
       },
     );
