@@ -2,10 +2,14 @@
  * Diagnostic for the stdio per-thread figure (not part of `npm run bench`): where our call spends its time against
  * a bare SDK client, split at the moment the request is written to the child's stdin and the moment the first
  * answer bytes are read. A third side, `direct`, sends bare SDK calls to our own children (the session of thread
- * t + 10, so never the child the previous call used). With it in the rotation, the middle phase of ours and bare come
- * out within noise of each other; without it, ours is often ~0.2 ms slower there (measured 2026-12-04). That part of
- * the gap depends on how calls rotate around the children, not on the request we send (its cause is not known).
- * `NO_DIRECT=1` leaves the third side out. `node --expose-gc --import tsx bench/stdio-phases.ts`
+ * t + 10, so never the child the previous call used); `NO_DIRECT=1` leaves it out.
+ * `node --expose-gc --import tsx bench/stdio-phases.ts`
+ *
+ * What it showed (2026-12-05, 2 cores): the middle phase is not only the child's time. Work the parent does after
+ * the write, before its event loop blocks, delays the answer (probably because the woken child runs on the writer's
+ * CPU once the writer sleeps). With the redactor built after the write, the middle phase was 29–37 µs slower than
+ * bare's; built before it, 15–27 µs slower, while the phase before the write grew by ~6 µs (three paired runs). What
+ * remains is close to what the progress token costs the child to parse (1.5–2 % of a bare call, bare clients alone).
  *
  * It reaches into the toolkit's private session pool to hook the children's pipes; nothing here is API.
  */
