@@ -27,9 +27,10 @@ export class Redactor {
   /** The redactor for these values (empty and duplicate values ignored); built once per distinct set. */
   static of(values: Iterable<string | undefined>): Redactor {
     const list = Array.isArray(values) ? (values as ReadonlyArray<string | undefined>) : [...values];
-    // A call's list usually comes again as it was: found by its exact spelling before it is sorted and deduplicated.
+    // A call's list usually comes again as it was: found by its exact spelling before it is sorted and deduplicated
+    // (oldest spelling out first: a hit does not reorder the map, and a spelling pushed out still hits `cache`).
     const spelled = JSON.stringify(list);
-    const known = touch(bySpelling, spelled);
+    const known = bySpelling.get(spelled);
     if (known) return known;
     const unique = [...new Set(list.filter((v): v is string => typeof v === "string" && v !== ""))];
     if (unique.length === 0) return Redactor.none;
@@ -101,7 +102,7 @@ function setOwn(out: Record<string, unknown>, key: string, value: unknown): void
   else out[key] = value;
 }
 
-/** Redactors by their sorted, distinct values, and by the exact list they were asked for; least recently used out. */
+/** Redactors by their sorted, distinct values (least recently used out), and by the exact list they were asked for. */
 const cache = new Map<string, Redactor>();
 const bySpelling = new Map<string, Redactor>();
 
