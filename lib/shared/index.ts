@@ -1,6 +1,6 @@
 export { isOwnText, McpToolCallError, ownText } from "./errors";
 export { withCallSignal } from "./abort";
-export { DeadlineExceededError, onAbort, withDeadline, withExtendableDeadline, type DeadlineKind, type DeadlineLimits } from "./deadline";
+export { Deadline, DeadlineExceededError, onAbort, withDeadline, withExtendableDeadline, type DeadlineKind, type DeadlineLimits } from "./deadline";
 export { MAX_TIMER_MS, MAX_TIMER_SECONDS, setClampedTimeout, timerDelay } from "./timers";
 export { boundText } from "./text";
 export {
@@ -11,6 +11,7 @@ export {
   headerNameProblem,
   headerValueProblem,
   invalidHeaderMessage,
+  MergedHeaders,
   mergeHeaders,
   type HeaderLayer,
   type HeaderMap,
