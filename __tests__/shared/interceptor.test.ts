@@ -1,5 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
 import { createMcpToolkit, McpToolCallRequest, RecordingLogger, type McpToolInterceptor } from "../../lib";
+import { rewritingInterceptor } from "../../lib/shared/interceptor";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 import { findToolCall } from "../fixtures/http-common";
@@ -62,6 +63,32 @@ describe("McpToolCallRequest is immutable", () => {
     expect(req.args).toEqual({ text: "original" });
     patch.args.text = "edited afterwards";
     expect(next.args).toEqual({ text: "patched" });
+  });
+});
+
+describe("rewritingInterceptor", () => {
+  test("passes the rewritten request on and returns the next layer's promise as it is", () => {
+    const original = request();
+    const rewritten = original.override({ headers: { "X-B": "2" } });
+    const seen: McpToolCallRequest[] = [];
+    const answer = Promise.resolve({ content: [] });
+    const result = rewritingInterceptor(() => rewritten)(original, (passed) => (seen.push(passed), answer));
+    expect(result).toBe(answer);
+    expect(seen).toEqual([rewritten]);
+  });
+
+  test("a rewrite or a next layer that throws gives a rejection, never a synchronous throw", async () => {
+    const denied = rewritingInterceptor(() => {
+      throw new Error("denied");
+    });
+    let called = false;
+    const outcome = denied(request(), async () => ((called = true), { content: [] }));
+    await expect(outcome).rejects.toThrow("denied");
+    expect(called).toBe(false);
+    const thrown = rewritingInterceptor((r) => r)(request(), () => {
+      throw new Error("next failed");
+    });
+    await expect(thrown).rejects.toThrow("next failed");
   });
 });
 

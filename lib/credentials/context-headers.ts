@@ -1,6 +1,6 @@
 import type { McpHeadersFromContextConfig } from "../config";
-import type { McpToolCallRequest, McpToolInterceptor } from "../shared/interceptor";
-import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders, type HeaderMap } from "../shared/headers";
+import { rewritingInterceptor, type McpToolInterceptor } from "../shared/interceptor";
+import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
 import { runSecrets } from "../shared/identity";
 
@@ -12,8 +12,8 @@ import { runSecrets } from "../shared/identity";
 export function contextHeadersInterceptor(serverName: string, config: McpHeadersFromContextConfig): McpToolInterceptor {
   const mapping = Object.entries(config.headers);
   const merged = new MergedHeaders();
-  /** The request's headers with the run's values in, or undefined when no value applies. Throws to deny. */
-  const withContext = (request: McpToolCallRequest): HeaderMap | undefined => {
+  // The request with the run's values in its headers, or as it was when no value applies ("passthrough").
+  return rewritingInterceptor((request) => {
     const secrets = runSecrets(request.runtime);
     const found: Record<string, string> = {};
     const missing: string[] = [];
@@ -35,19 +35,11 @@ export function contextHeadersInterceptor(serverName: string, config: McpHeaders
         `MCP server '${serverName}' needs the run's context.secrets ${keys} (headers_from_context), which the run does not provide (missing or empty)`,
       ));
     }
-    if (missing.length === mapping.length) return undefined; // no value at all ("passthrough")
-    return merged.get(request.headers, values, () => {
+    if (missing.length === mapping.length) return request;
+    const headers = merged.get(request.headers, values, () => {
       for (const [header, value] of Object.entries(found)) assertSendableHeader(serverName, header, value, "headers_from_context");
       return mergeHeaders(request.headers, found);
     });
-  };
-  // Not an async function: the next layer's promise is returned as it is, without one more promise per call.
-  return (request, next) => {
-    try {
-      const headers = withContext(request);
-      return next(headers === undefined ? request : request.override({ headers }));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
+    return request.override({ headers });
+  });
 }

@@ -1,5 +1,5 @@
 import type { McpUserAuthConfig } from "../config";
-import type { McpToolCallRequest, McpToolInterceptor } from "../shared/interceptor";
+import { rewritingInterceptor, type McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
 import { runUserId } from "../shared/identity";
@@ -19,8 +19,8 @@ function shownUserId(userId: string): string {
  */
 export function userAuthInterceptor(serverName: string, config: McpUserAuthConfig): McpToolInterceptor {
   const merged = new MergedHeaders();
-  /** The request with the user's header in, or as it was ("passthrough"). Throws to deny. */
-  const withUserHeader = (request: McpToolCallRequest): McpToolCallRequest => {
+  // The request with the user's header in, or as it was ("passthrough").
+  return rewritingInterceptor((request) => {
     const userId = runUserId(request.runtime);
     const value = userId !== undefined && Object.hasOwn(config.users, userId) ? config.users[userId] : undefined;
     if (value === undefined || value === "") {
@@ -36,13 +36,5 @@ export function userAuthInterceptor(serverName: string, config: McpUserAuthConfi
       return mergeHeaders(request.headers, { [config.header]: value });
     });
     return request.override({ headers });
-  };
-  // Not an async function: the next layer's promise is returned as it is, without one more promise per call.
-  return (request, next) => {
-    try {
-      return next(withUserHeader(request));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  };
+  });
 }

@@ -167,8 +167,7 @@ export class SessionPool {
     }
     let created = false;
     if (entry) {
-      this.entries.delete(key);
-      this.entries.set(key, entry);
+      this.markNewest(entry);
     } else {
       entry = this.createEntry(key, serverName, server, opts);
       this.remember(entry);
@@ -207,10 +206,15 @@ export class SessionPool {
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     const entry = this.entries.get(key);
     if (!entry?.session || entry.exited?.()) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, entry);
+    this.markNewest(entry);
     entry.inFlight += 1;
     return this.lease(entry, entry.session);
+  }
+
+  /** Moves `entry` to the most recently used end of the pool (eviction takes from the other end). */
+  private markNewest(entry: Entry): void {
+    this.entries.delete(entry.key);
+    this.entries.set(entry.key, entry);
   }
 
   private lease(entry: Entry, session: McpSession): SessionLease {

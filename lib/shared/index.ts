@@ -18,6 +18,7 @@ export {
 } from "./headers";
 export {
   composeInterceptors,
+  rewritingInterceptor,
   McpToolCallRequest,
   type McpCallOutcome,
   type McpToolCallHandler,

@@ -76,3 +76,18 @@ export function composeInterceptors(
     innermost,
   );
 }
+
+/**
+ * An interceptor that only rewrites the request, or throws to deny it. It is a plain function, so the next layer's
+ * promise is returned as it is, without one more promise per call; a throw (of `rewrite` or of `next`) becomes a
+ * rejection, as from an async interceptor.
+ */
+export function rewritingInterceptor(rewrite: (request: McpToolCallRequest) => McpToolCallRequest): McpToolInterceptor {
+  return (request, next) => {
+    try {
+      return next(rewrite(request));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+}
