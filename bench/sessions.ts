@@ -68,6 +68,20 @@ function featureFloor(client: Client, workspace?: string): () => Promise<unknown
   };
 }
 
+/**
+ * What one run can resolve: a second set of bare clients, identical to the baseline's but on children (or sessions)
+ * of its own, against the baseline. Sets of identical clients differ by a few percent from run to run.
+ */
+function resolutionRow(label: string, twin: number, base: number): Row {
+  return {
+    figure: `${label}: a second, identical set of bare clients / the baseline set (what one run resolves; median of ${CALLS})`,
+    ours: fmtMs(twin),
+    baseline: fmtMs(base),
+    ratio: twin / base,
+    target: "(context)",
+  };
+}
+
 function rssMiB(): number {
   (globalThis as { gc?: () => void }).gc?.();
   return process.memoryUsage().rss / (1024 * 1024);
@@ -112,16 +126,17 @@ async function stdioScopes(rows: Row[]): Promise<void> {
       }),
     );
   // Each side has children of its own, so every child is called once per round of its side.
-  const [bare, floorClients] = await Promise.all([stdioClients(), stdioClients()]);
+  const [bare, floorClients, twinClients] = await Promise.all([stdioClients(), stdioClients(), stdioClients()]);
   const workspace = await makeTempDir("bench-sessions-floor-");
   const floors = floorClients.map((client) => featureFloor(client, workspace));
   for (let i = 0; i < USERS; i += 1) await call(runtimeFor(0, `thread-${i}`));
-  const [ours, base, floor] = (
+  const [ours, base, floor, twin] = (
     await roundRobin(
       [
         cycling(USERS, (i) => call(runtimeFor(0, `thread-${i}`))),
         cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } })),
         cycling(USERS, (i) => floors[i]()),
+        cycling(USERS, (i) => twinClients[i].callTool({ name: "echo", arguments: { text: "x" } })),
       ],
       CALLS,
     )
@@ -140,7 +155,8 @@ async function stdioScopes(rows: Row[]): Promise<void> {
     ratio: ours / floor,
     target: "(context)",
   });
-  await Promise.all([...bare.map((c) => c.close()), ...floorClients.map((c) => c.close()), toolkit.close()]);
+  rows.push(resolutionRow(`stdio, ${USERS} threads`, twin, base));
+  await Promise.all([...[...bare, ...floorClients, ...twinClients].map((c) => c.close()), toolkit.close()]);
 }
 
 async function perUserHttp(rows: Row[]): Promise<void> {
@@ -160,7 +176,7 @@ async function perUserHttp(rows: Row[]): Promise<void> {
         return client;
       }),
     );
-  const [bare, floorClients] = await Promise.all([httpClients(), httpClients()]);
+  const [bare, floorClients, twinClients] = await Promise.all([httpClients(), httpClients(), httpClients()]);
   const floors = floorClients.map((client) => featureFloor(client));
   const adapters = new MultiServerMCPClient({
     mcpServers: { remote: { transport: "http", url: http.url } },
@@ -173,7 +189,8 @@ async function perUserHttp(rows: Row[]): Promise<void> {
 
   const oursCall = cycling(USERS, (i) => call(runtimeFor(i)));
   const bareCall = cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } }));
-  const [ours, base, floor] = (await roundRobin([oursCall, bareCall, cycling(USERS, (i) => floors[i]())], CALLS)).map(median);
+  const twinCall = cycling(USERS, (i) => twinClients[i].callTool({ name: "echo", arguments: { text: "x" } }));
+  const [ours, base, floor, twin] = (await roundRobin([oursCall, bareCall, cycling(USERS, (i) => floors[i]()), twinCall], CALLS)).map(median);
   rows.push({
     figure: `HTTP, ${USERS} users round-robin: our pooled per-user call / one persistent bare SDK client per user (median of ${CALLS})`,
     ours: fmtMs(ours),
@@ -188,6 +205,7 @@ async function perUserHttp(rows: Row[]): Promise<void> {
     ratio: ours / floor,
     target: "(context)",
   });
+  rows.push(resolutionRow(`HTTP, ${USERS} users`, twin, base));
 
   // The adapters open (and keep) a new MCP session on every call with per-call headers: fewer calls suffice.
   const adapterCalls = Math.min(CALLS, 100);
@@ -213,7 +231,7 @@ async function perUserHttp(rows: Row[]): Promise<void> {
     ratio: median(oursSamples) / median(adapterSamples),
     target: "(context)",
   });
-  await Promise.all([...bare.map((c) => c.close()), ...floorClients.map((c) => c.close()), adapters.close(), toolkit.close()]);
+  await Promise.all([...[...bare, ...floorClients, ...twinClients].map((c) => c.close()), adapters.close(), toolkit.close()]);
 
   // Memory and live sessions after 2,000 per-user calls: ours, then the adapters, each on a fresh server.
   const memory = async (side: "ours" | "adapters") => {
