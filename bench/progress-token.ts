@@ -4,6 +4,10 @@
  * sends for a token), the bare clients of the session figures do not. Three sets of bare SDK clients on their own
  * fixture children (stdio) or sessions (HTTP), round-robin: no `_meta`, our string token, and a numeric token as
  * the SDK's own `onprogress` sends. `node --expose-gc --import tsx bench/progress-token.ts`
+ *
+ * 2026-12-05, 2 cores, rounds in balanced order: stdio string token 1.050x and 1.033x, numeric 1.122x and 1.068x;
+ * HTTP 1.002x to 1.005x. Sets of identical stdio clients differ by several percent in one run (0.91x to 1.04x, the
+ * session figures' row "a second, identical set"), so the stdio token costs a few percent, not a precise figure.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
