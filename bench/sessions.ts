@@ -42,6 +42,11 @@ function cycling(count: number, call: (i: number) => Promise<unknown>): () => Pr
   return () => call(n++ % count);
 }
 
+/** One persistent bare client per user (or thread), round-robin: the baseline, and its identical twin. */
+function bareEchoes(clients: readonly Client[]): () => Promise<unknown> {
+  return cycling(clients.length, (i) => clients[i].callTool({ name: "echo", arguments: { text: "x" } }));
+}
+
 /**
  * A bare client call that also does the per-call work the spec asks of every call of ours, at the protocol level
  * only: a progress token in `_meta` (progress reaches the run's stream and restarts tool_call_timeout), a signal of
@@ -134,9 +139,9 @@ async function stdioScopes(rows: Row[]): Promise<void> {
     await roundRobin(
       [
         cycling(USERS, (i) => call(runtimeFor(0, `thread-${i}`))),
-        cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } })),
+        bareEchoes(bare),
         cycling(USERS, (i) => floors[i]()),
-        cycling(USERS, (i) => twinClients[i].callTool({ name: "echo", arguments: { text: "x" } })),
+        bareEchoes(twinClients),
       ],
       CALLS,
     )
@@ -188,9 +193,9 @@ async function perUserHttp(rows: Row[]): Promise<void> {
   const viaAdapters = (i: number) => adapterTool.invoke({ text: "x" }, { configurable: { user: i } });
 
   const oursCall = cycling(USERS, (i) => call(runtimeFor(i)));
-  const bareCall = cycling(USERS, (i) => bare[i].callTool({ name: "echo", arguments: { text: "x" } }));
-  const twinCall = cycling(USERS, (i) => twinClients[i].callTool({ name: "echo", arguments: { text: "x" } }));
-  const [ours, base, floor, twin] = (await roundRobin([oursCall, bareCall, cycling(USERS, (i) => floors[i]()), twinCall], CALLS)).map(median);
+  const [ours, base, floor, twin] = (
+    await roundRobin([oursCall, bareEchoes(bare), cycling(USERS, (i) => floors[i]()), bareEchoes(twinClients)], CALLS)
+  ).map(median);
   rows.push({
     figure: `HTTP, ${USERS} users round-robin: our pooled per-user call / one persistent bare SDK client per user (median of ${CALLS})`,
     ours: fmtMs(ours),

@@ -9,7 +9,8 @@
  * the write, before its event loop blocks, delays the answer (probably because the woken child runs on the writer's
  * CPU once the writer sleeps). With the redactor built after the write, the middle phase was 29–37 µs slower than
  * bare's; built before it, 15–27 µs slower, while the phase before the write grew by ~6 µs (three paired runs). What
- * remains is close to what the progress token costs the child to parse (1.5–2 % of a bare call, bare clients alone).
+ * remains is close to what the progress token costs the child to parse (a few percent of a bare call, bare clients
+ * alone: bench/progress-token.ts).
  *
  * It reaches into the toolkit's private session pool to hook the children's pipes; nothing here is API.
  */
