@@ -98,6 +98,28 @@ describe("boundConvertedResult", () => {
     ]);
   });
 
+  test("a workspace change list whose JSON passes the bound keeps its first paths, and the note says how many", () => {
+    const changes = Array.from({ length: 12 }, (_, i) => `/mnt/user-data/workspace/f${String(i).padStart(2, "0")}`);
+    const artifact = { structuredContent: { big: "s".repeat(200) }, workspace_changes: changes };
+    const bounded = boundConvertedResult({ content: "ok", artifact, isError: false }, 100);
+    // Each path is 30 characters of JSON with its quotes; three of them and the brackets and commas make 94.
+    expect(bounded.artifact).toEqual({
+      workspace_changes: changes.slice(0, 3),
+      note:
+        "structuredContent (210 characters of JSON) left out: larger than the limit of 100 characters; not kept; " +
+        "workspace_changes lists 3 of 12 changed files: the list is limited to 100 characters of JSON",
+    });
+    expect(JSON.stringify(bounded.artifact?.workspace_changes).length).toBeLessThanOrEqual(100);
+    // Four paths are 125 characters of JSON: exactly at the bound they fit, one below it they do not.
+    const listed = (max: number) =>
+      boundConvertedResult({ content: "ok", artifact: { workspace_changes: changes }, isError: false }, max).artifact?.workspace_changes;
+    expect(listed(125)).toEqual(changes.slice(0, 4));
+    expect(listed(124)).toEqual(changes.slice(0, 3));
+    expect(artifact.workspace_changes).toHaveLength(12);
+    const fits = { content: "ok", artifact: { workspace_changes: changes.slice(0, 3) }, isError: false };
+    expect(boundConvertedResult(fits, 100)).toBe(fits);
+  });
+
   test("text is cut to the bound", () => {
     const bounded = boundConvertedResult({ content: [{ type: "text", text: "z".repeat(150) }], artifact: undefined, isError: false }, 100);
     expect(bounded.content).toEqual([

@@ -37,7 +37,7 @@ beforeAll(async () => {
 const V = "/mnt/user-data";
 
 function context(changed: string[] = []): PathContext {
-  return { userData, cwd: workspace, changed: changed.map((f) => path.join(workspace, f)) };
+  return { userData, cwd: workspace, changed: changed.map((f) => path.join(workspace, f)), scrub: (text) => text };
 }
 
 async function text(input: string, changed: string[] = []): Promise<string> {
@@ -155,6 +155,31 @@ describe("through a stdio tool in a ToolNode", () => {
     const big = { context: { user_id: "u" }, configurable: { thread_id: "big" } };
     const message = await callThroughGraph(graph, "local_write_file", { path: "many/f7.txt", content: "changed", say: "ok" }, big);
     expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/many/f7.txt`] });
+  });
+
+  test("a secret of the run in a file or folder name is scrubbed from the change list and never written into a rewritten path", async () => {
+    const SECRET = "Zk7-path+secret";
+    const secretRun = { context: { user_id: "u", secrets: { api_key: SECRET } }, configurable: { thread_id: "secret-path" } };
+    const forms = [SECRET, encodeURIComponent(SECRET), Buffer.from(SECRET).toString("base64")];
+    const leaks = (message: unknown) => forms.filter((form) => JSON.stringify(message).includes(form));
+
+    // The server names a file after the secret: it is listed, scrubbed.
+    const named = await callThroughGraph(graph, "local_write_file", { path: `out/${SECRET}.txt`, content: "x", say: "done" }, secretRun);
+    expect(named.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/[redacted].txt`] });
+    expect(leaks(named)).toEqual([]);
+
+    // A reference without the secret that resolves (through a symlink) to that file is left as it is.
+    const threadWorkspace = path.join(dataDir, "threads", "secret-path", "user-data", "workspace");
+    await symlink(path.join(threadWorkspace, "out", `${SECRET}.txt`), path.join(threadWorkspace, "alias.txt"));
+    const linked = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/x", content: "x", say: "see ./alias.txt" }, secretRun);
+    expect(linked.content).toBe("see ./alias.txt");
+    expect(leaks(linked)).toEqual([]);
+
+    // A bare file name of the one changed file, inside a folder named after the secret, is left as it is.
+    const nested = await callThroughGraph(graph, "local_write_file", { path: `${SECRET}/summary.txt`, content: "x", say: "see summary.txt" }, secretRun);
+    expect(nested.content).toBe("see summary.txt");
+    expect(nested.artifact).toEqual({ workspace_changes: [`${V}/workspace/[redacted]/summary.txt`] });
+    expect(leaks(nested)).toEqual([]);
   });
 
   test("a path to a file an earlier call wrote is rewritten although this call changed nothing", async () => {

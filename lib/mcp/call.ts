@@ -198,6 +198,8 @@ function sendToServer(
           userData: paths.userData,
           cwd: server.cwd || paths.workspace,
           changed: changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())),
+          // Read when the paths are translated: by then every header the chain passed on is known.
+          scrub: (text) => secrets.redactor().text(text),
         };
       }
       return result;

@@ -110,7 +110,8 @@ function cutNote(total: number, kept: number, max: number): string {
 /**
  * `converted` bounded to `maxChars`: larger content becomes a preview (text cut, blocks that no longer fit
  * left out) ending in a note that says how much was cut and that the rest was not kept. `structuredContent`
- * and `_meta` stay in the artifact only when their JSON fits the same bound; otherwise the artifact says so.
+ * and `_meta` stay in the artifact only when their JSON fits the same bound, and `workspace_changes` keeps the
+ * paths that fit it; the artifact's note says what was left out.
  */
 export function boundConvertedResult(converted: ConvertedResult, maxChars: number): ConvertedResult {
   const content = boundContent(converted.content, maxChars);
@@ -157,7 +158,29 @@ function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact 
       omitted.push(`${label} (${size} characters of JSON)`);
     }
   }
-  if (omitted.length === 0) return artifact;
-  bounded.note = `${omitted.join(" and ")} left out: larger than the limit of ${max} characters; not kept`;
+  const notes: string[] = [];
+  if (omitted.length > 0) notes.push(`${omitted.join(" and ")} left out: larger than the limit of ${max} characters; not kept`);
+  const changes = artifact.workspace_changes;
+  const listed = changes ? leadingThatFit(changes, max) : undefined;
+  if (changes && listed && listed.length < changes.length) {
+    bounded.workspace_changes = listed;
+    notes.push(
+      `workspace_changes lists ${listed.length} of ${changes.length} changed files: the list is limited to ${max} characters of JSON`,
+    );
+  }
+  if (notes.length === 0) return artifact;
+  bounded.note = notes.join("; ");
   return bounded;
+}
+
+/** The first items of `list` whose JSON array is at most `max` characters long. */
+function leadingThatFit(list: readonly string[], max: number): string[] {
+  let used = 2; // the brackets
+  let count = 0;
+  for (const item of list) {
+    used += JSON.stringify(item).length + (count === 0 ? 0 : 1);
+    if (used > max) break;
+    count += 1;
+  }
+  return list.slice(0, count);
 }

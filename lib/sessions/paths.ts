@@ -12,6 +12,11 @@ export interface PathContext {
   readonly cwd: string;
   /** Files the call created or modified (absolute); a bare file name is rewritten only when it names exactly one. */
   readonly changed: readonly string[];
+  /**
+   * The call's redaction. The result was scrubbed before its paths are translated, but a file's name comes from the
+   * disk: a listed change is scrubbed, and a reference whose file path would need scrubbing is left as it is.
+   */
+  readonly scrub: (text: string) => string;
 }
 
 /** Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). */
@@ -64,10 +69,10 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   await Promise.all(
     [...references].slice(0, MAX_REFERENCES).map(async (reference) => {
       const mapped = await toVirtualPath(reference, ctx.cwd, root);
-      if (mapped !== null) virtual.set(reference, mapped);
+      if (mapped !== null && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
     }),
   );
-  const bareNames = await uniqueChangedNames(ctx.changed, root);
+  const bareNames = await uniqueChangedNames(ctx.changed, root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const rewrite = (text: string) => rewriteText(text, virtual, bareNames);
   const content = items.map((item): Content => {
@@ -147,8 +152,12 @@ async function toVirtualPath(reference: string, cwd: string, root: string): Prom
   }
 }
 
-/** Base names shared by exactly one changed file inside `root`, each with its virtual path. */
-async function uniqueChangedNames(changed: readonly string[], root: string): Promise<Map<string, string>> {
+/** Base names shared by exactly one changed file inside `root`, each with its virtual path (none needing `scrub`). */
+async function uniqueChangedNames(
+  changed: readonly string[],
+  root: string,
+  scrub: (text: string) => string,
+): Promise<Map<string, string>> {
   const byName = new Map<string, string | null>();
   for (const file of changed) {
     const name = nodePath.basename(file);
@@ -159,7 +168,9 @@ async function uniqueChangedNames(changed: readonly string[], root: string): Pro
     [...byName].map(async ([name, file]) => {
       if (file === null) return;
       const resolved = await realpath(file).catch(() => null);
-      if (resolved !== null && isInside(resolved, root)) unique.set(name, virtualOf(resolved, root));
+      if (resolved === null || !isInside(resolved, root)) return;
+      const mapped = virtualOf(resolved, root);
+      if (scrub(mapped) === mapped) unique.set(name, mapped);
     }),
   );
   return unique;
@@ -203,9 +214,9 @@ function isInside(file: string, root: string): boolean {
   return file.startsWith(root + nodePath.sep);
 }
 
-/** The files a call changed, as `/mnt/user-data/…` paths (for the ToolMessage artifact's `workspace_changes`). */
+/** The files a call changed, as scrubbed `/mnt/user-data/…` paths (for the ToolMessage artifact's `workspace_changes`). */
 export function virtualWorkspaceChanges(ctx: PathContext): string[] {
-  return ctx.changed.map((file) => virtualOf(file, ctx.userData));
+  return ctx.changed.map((file) => ctx.scrub(virtualOf(file, ctx.userData)));
 }
 
 function virtualOf(file: string, root: string): string {
