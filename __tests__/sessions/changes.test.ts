@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from "@jest/globals";
 import { readdirSync, type Dirent } from "node:fs";
-import { mkdir, realpath, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { changedFiles, SETTLED_LISTING_MS, WorkspaceScanner } from "../../lib/sessions";
 import { makeTempDir } from "../fixtures/config";
@@ -44,6 +44,26 @@ describe("WorkspaceScanner", () => {
     const second = await scanner.snapshot();
     expect(reads).toEqual([]);
     expect(changedFiles(first, second)).toEqual([path.join(root, "docs", "b.txt")]);
+  });
+
+  test.each([
+    ["walked in place", (scanner: WorkspaceScanner) => scanner.snapshot()],
+    ["walked off the event loop", (scanner: WorkspaceScanner) => scanner.snapshotLarge()],
+  ])("a file replaced by one of the same size and modification time (an atomic save) is a change: %s", async (_name, snap) => {
+    const root = await workspace();
+    const target = path.join(root, "docs", "b.txt");
+    const whole = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
+    await utimes(target, whole, whole);
+    const { scanner } = countingScanner(root, SETTLED);
+    const first = await snap(scanner);
+    const before = await stat(target, { bigint: true });
+    const saved = path.join(root, "docs", ".b.txt.tmp");
+    await writeFile(saved, "2");
+    await utimes(saved, whole, whole);
+    await rename(saved, target);
+    const after = await stat(target, { bigint: true });
+    expect([after.mtimeNs, after.size]).toEqual([before.mtimeNs, before.size]);
+    expect(changedFiles(first, await snap(scanner))).toEqual([target]);
   });
 
   test("a folder whose entries changed is read again, and only that folder", async () => {

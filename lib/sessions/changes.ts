@@ -1,4 +1,4 @@
-import { readdirSync, statSync, type Dirent } from "node:fs";
+import { readdirSync, statSync, type BigIntStats, type Dirent } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
@@ -29,8 +29,16 @@ export const MAX_SNAPSHOT_ENTRIES = 10_000;
  */
 const SYNC_WALK_ENTRIES = 256;
 
-/** `path → "mtimeNs:size"` of every file under a workspace (excluded folders skipped); `null` when too large. */
+/** `path → stamp` of every file under a workspace (excluded folders skipped); `null` when too large. */
 export type WorkspaceSnapshot = ReadonlyMap<string, string> | null;
+
+/**
+ * What tells a file's versions apart: its modification time and size, and its inode, so a file replaced by a rename
+ * (an atomic save) is a change even when its time and size came out the same (timestamps are coarse).
+ */
+function stampOf(info: BigIntStats): string {
+  return `${info.ino}:${info.mtimeNs}:${info.size}`;
+}
 
 /**
  * A folder's listing is reused only when its change time is at least this much older than the moment it was read.
@@ -113,7 +121,7 @@ export class WorkspaceScanner {
       for (const file of listing.files) {
         try {
           const info = statSync(file, { bigint: true, throwIfNoEntry: false });
-          if (info) (files ??= new Map()).set(file, `${info.mtimeNs}:${info.size}`);
+          if (info) (files ??= new Map()).set(file, stampOf(info));
         } catch {
           // unreadable: not listed
         }
@@ -189,7 +197,7 @@ async function snapshotAsync(root: string): Promise<WorkspaceSnapshot> {
         } else if (entry.isFile()) {
           try {
             const info = await stat(full, { bigint: true });
-            files.set(full, `${info.mtimeNs}:${info.size}`);
+            files.set(full, stampOf(info));
           } catch {
             // removed meanwhile
           }
