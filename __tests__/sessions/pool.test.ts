@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { readFile, writeFile } from "node:fs/promises";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
@@ -8,7 +9,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
-import { alive, waitUntil } from "../fixtures/processes";
+import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 let http: HttpFixture;
 let toolkit: McpToolkit;
@@ -96,17 +97,17 @@ describe("a closing session leaves the pool only if the pool entry is still that
     const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
     try {
       const replaced = pool.acquire("gated", server, opts);
+      replaced.catch(() => undefined);
       await fx.waitForRequest(initialize);
-      // The first session leaves the pool while it is still connecting; it is closed once connected.
+      // The first session leaves the pool while it is still connecting: its creation stops, and its transport
+      // closes a few turns later, with the replacement already under the same key.
       const closing = pool.closeServer("gated");
       const replacement = pool.acquire("gated", server, opts);
       open();
-      const first = await replaced;
-      first.release();
+      await expect(replaced).rejects.toThrow("MCP session closed while connecting");
       const lease = await replacement;
       lease.release();
-      await closing; // the first session's transport has closed, with the replacement under the same key
-      expect(first.session).not.toBe(lease.session);
+      await closing;
       expect(pool.size()).toBe(1);
       const again = await pool.acquire("gated", server, opts);
       expect(again.session).toBe(lease.session);
@@ -208,6 +209,84 @@ describe("tryAcquire: a lease without waiting", () => {
       expect(await waitUntil(() => !alive(first.session.pid!))).toBe(true);
     } finally {
       await pool.close();
+    }
+  });
+});
+
+describe("a session still connecting", () => {
+  test("close() stops its creation: the child is gone and the waiting caller gets a clear error", async () => {
+    const marker = `--connecting-${process.pid}-${Date.now()}`;
+    const launch = stdioFixture({ name: "local", mode: "hang" });
+    const server = McpServerSchema.parse({ type: "stdio", ...launch, args: [...launch.args, marker] });
+    const pool = new SessionPool(new RecordingLogger());
+    // No init timeout: only close() can end this creation.
+    const waiting = pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+    waiting.catch(() => undefined);
+    expect(await waitUntil(() => pidsWithMarker(marker).length === 1)).toBe(true);
+    const [child] = pidsWithMarker(marker);
+    await pool.close();
+    await expect(waiting).rejects.toThrow("MCP session closed while connecting");
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
+  // The real SDK connect, wrapped only to place the caller's abort a few microtasks after the connection is up: in
+  // that window the pool has not taken the session yet, and the creation no longer listens for an abort. Whatever
+  // the moment, the child ends up in the pool (the scope's next call gets it) or closed, never running unseen.
+  test.each([0, 1, 2, 3, 4, 5, 6])("the last waiter gives up %i microtasks after the connection is up: no child is left unseen", async (ticks) => {
+    const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"] }) });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    const pool = new SessionPool(new RecordingLogger());
+    const caller = new AbortController();
+    const connect = Client.prototype.connect;
+    let pid: number | undefined;
+    const spy = jest.spyOn(Client.prototype, "connect").mockImplementation(async function (this: Client, ...args) {
+      await connect.apply(this, args);
+      pid = (this.transport as unknown as { pid: number }).pid;
+      let later = Promise.resolve();
+      for (let i = 0; i < ticks; i += 1) later = later.then(() => undefined);
+      void later.then(() => caller.abort(new Error("the caller gave up")));
+    });
+    try {
+      await pool.acquire("local", server, { ...opts, signal: caller.signal }).then(
+        (lease) => lease.release(),
+        () => undefined,
+      );
+      spy.mockRestore();
+      const held = pool.tryAcquire("local", server, opts);
+      if (held) {
+        expect(held.session.pid).toBe(pid);
+        held.release();
+      } else {
+        expect(await waitUntil(() => !alive(pid!))).toBe(true);
+      }
+      await pool.close();
+      expect(await waitUntil(() => !alive(pid!))).toBe(true);
+    } finally {
+      spy.mockRestore();
+      await pool.close();
+    }
+  });
+});
+
+describe("a session closed twice", () => {
+  test("retired with a call running, then closed: it is closed once, also when the call ends", async () => {
+    const server = McpServerSchema.parse({ type: "http", url: http.url });
+    const pool = new SessionPool(new RecordingLogger());
+    const lease = await pool.acquire("remote", server, { headers: { "X-Once": "1" }, initTimeoutMs: null });
+    const sessionId = (lease.session.client.transport as unknown as { sessionId?: string }).sessionId;
+    expect(sessionId).toBeDefined();
+    // Counts the real client's closes (it still runs them).
+    const closes = jest.spyOn(lease.session.client, "close");
+    try {
+      pool.retire();
+      await pool.close();
+      lease.release();
+      await pool.close();
+      await http.waitForRequest(deleted(sessionId));
+      expect(closes).toHaveBeenCalledTimes(1);
+      expect(http.requests.filter(deleted(sessionId))).toHaveLength(1);
+    } finally {
+      closes.mockRestore();
     }
   });
 });

@@ -3,7 +3,7 @@
  * which scope gets which child, where the child runs, and what happens when children die or time out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { stat } from "node:fs/promises";
+import { stat, symlink, unlink } from "node:fs/promises";
 import * as path from "node:path";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
@@ -103,6 +103,13 @@ describe("one child per (server, user, thread)", () => {
     expect(new Set([alice1, alice2, bob1, await pid({})]).size).toBe(4);
   });
 
+  test("ids holding the key's separator cannot meet: user 'org:alice' on thread 't' and user 'org' on thread 'alice:t' get two", async () => {
+    const first = await pid(scope("org:alice", "t"));
+    const second = await pid(scope("org", "alice:t"));
+    expect(second).not.toBe(first);
+    expect(await pid(scope("org:alice", "t"))).toBe(first);
+  });
+
   test("context.thread_id comes before configurable.thread_id", async () => {
     const byContext = await pid({ context: { user_id: "carol", thread_id: "ctx-thread" }, configurable: { thread_id: "cfg-thread" } });
     expect(await pid(scope("carol", "ctx-thread"))).toBe(byContext);
@@ -183,6 +190,29 @@ describe("children that die, calls that fail", () => {
     const next = Number(message.content);
     expect(message.status).toBe("success");
     expect(next).not.toBe(first);
+  });
+
+  test("a child that cannot be started: the call's error names the server and the cause, never the command's local path", async () => {
+    const bin = await makeTempDir("mcp-sessions-bin-");
+    const command = path.join(bin, "mcp-server-node");
+    await symlink(process.execPath, command);
+    const launch = stdioFixture({ name: "gone", toolNames: ["pid"] });
+    const configPath = await writeConfig(await makeTempDir("mcp-sessions-gone-"), {
+      mcpServers: { gone: { type: "stdio", ...launch, command } },
+    });
+    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+    try {
+      const goneGraph = toolNodeGraph(await kit.getTools());
+      await unlink(command);
+      const message = await callThroughGraph(goneGraph, "gone_pid", {}, scope("ivan", "new-thread"));
+      expect(message.status).toBe("error");
+      expect(message.content).toBe(
+        "MCP tool 'pid' on server 'gone' failed: could not start the stdio MCP server 'gone' " +
+          "(ENOENT: the command or its working folder does not exist)",
+      );
+    } finally {
+      await kit.close();
+    }
   });
 
   test("a call that times out keeps the same child", async () => {

@@ -20,6 +20,7 @@ import { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type 
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
+import { startFailureText } from "../sessions/start-failure";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -221,12 +222,12 @@ function sendToServer(
 /**
  * The text of a failed call. Ours (names and keys only) as it is; anything else scrubbed of the call's secrets:
  * a tool error as it is, any other error (an SDK error quoting a server's response body, an interceptor's
- * error quoting the request) bounded and prefixed.
+ * error quoting the request) bounded and prefixed; a child that could not be spawned by its error code.
  */
 function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): string {
   if (isOwnText(err)) return (err as Error).message;
   if (err instanceof McpToolCallError) return redactor.text(err.message);
-  const reason = redactor.text((err as Error)?.message ?? String(err));
+  const reason = startFailureText(record.server, err) ?? redactor.text((err as Error)?.message ?? String(err));
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 

@@ -71,6 +71,8 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
   /** stdio: whether the child has exited (set once connected). */
   exited?: () => boolean;
+  /** Set by the first `closeEntry`: later ones wait for it instead of closing again. */
+  closed?: Promise<void>;
 }
 
 export interface SessionPoolOptions {
@@ -185,11 +187,9 @@ export class SessionPool {
         session = await withDeadline(() => entry.ready, null, opts.signal);
       } catch (err) {
         this.release(entry);
-        if (!entry.session && entry.inFlight === 0) {
-          // Every waiter gave up: the creation is abandoned and its child closed, not kept half-started.
-          this.forget(entry);
-          entry.creation.abort(err);
-        }
+        // Every waiter gave up: the creation is abandoned and its child closed, not kept half-started, also when the
+        // connection came up in the moment between this caller's abort and the creation's end.
+        if (!entry.session && entry.inFlight === 0) void this.closeEntry(entry, err);
         throw err;
       }
     }
@@ -411,10 +411,18 @@ export class SessionPool {
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
   }
 
-  private async closeEntry(entry: Entry): Promise<void> {
+  /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */
+  private closeEntry(entry: Entry, reason: unknown = new Error("MCP session closed while connecting")): Promise<void> {
+    entry.closed ??= this.closeOnce(entry, reason);
+    return entry.closed;
+  }
+
+  private async closeOnce(entry: Entry, reason: unknown): Promise<void> {
     clearTimeout(entry.idleTimer);
     this.forget(entry);
     this.draining.delete(entry);
+    entry.closing = true;
+    if (!entry.session) entry.creation.abort(reason);
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
     const transport = session.client.transport;

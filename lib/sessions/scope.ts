@@ -5,14 +5,14 @@ import { runThreadId, runUserId } from "../shared/identity";
 export interface SessionScope {
   readonly userId: string;
   readonly threadId: string;
-  /** `"<userId>:<threadId>"`. */
+  /** `"<userId>:<threadId>"`, each part URI-encoded so that no two scopes share a key (ids may hold ':'). */
   readonly key: string;
 }
 
 export const DEFAULT_SCOPE_ID = "default";
 
 export function sessionScope(userId: string, threadId: string): SessionScope {
-  return { userId, threadId, key: `${userId}:${threadId}` };
+  return { userId, threadId, key: `${encodeURIComponent(userId)}:${encodeURIComponent(threadId)}` };
 }
 
 /**
