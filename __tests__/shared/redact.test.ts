@@ -77,6 +77,22 @@ describe("Redactor", () => {
     expect(out.a).toBe(REDACTED);
   });
 
+  test("deep() turns a number or bigint whose decimal text holds a secret into REDACTED; other numbers stay numbers", () => {
+    const input = { pin: 482913, inPin: 14829131, other: 48291, list: [482913, 7], big: 482913n, bigOther: 12n, text: "n 482913" };
+    const out = Redactor.of(["482913"]).deep(input);
+    expect(out).toEqual({
+      pin: REDACTED,
+      inPin: REDACTED,
+      other: 48291,
+      list: [REDACTED, 7],
+      big: REDACTED,
+      bigOther: 12n,
+      text: `n ${REDACTED}`,
+    });
+    const clean = { n: 1, m: [2.5, -3] };
+    expect(Redactor.of(["482913"]).deep(clean)).toBe(clean);
+  });
+
   test("an empty set redacts nothing and returns its input", () => {
     const value = { a: "b" };
     expect(Redactor.of([undefined, ""]).isEmpty).toBe(true);
@@ -108,6 +124,66 @@ describe("headerSecrets", () => {
     expect(
       headerSecrets({ Authorization: "Bearer t1", "X-Key": "k2", Accept: "application/json", "content-type": "text/plain" }, undefined),
     ).toEqual(["Bearer t1", "t1", "k2"]);
+  });
+
+  test("Basic: the decoded 'user:password' and the password alone, not the user name alone", () => {
+    const token = Buffer.from("alice:hunter2:pw").toString("base64");
+    const secrets = headerSecrets({ Authorization: `Basic ${token}` });
+    expect(secrets).toEqual(expect.arrayContaining([`Basic ${token}`, token, "alice:hunter2:pw", "hunter2:pw"]));
+    expect(secrets).not.toContain("alice");
+    expect(secrets).not.toContain("Basic");
+    const r = Redactor.of(secrets);
+    expect(r.text("authenticated as alice:hunter2:pw; password hunter2:pw")).toBe(`authenticated as ${REDACTED}; password ${REDACTED}`);
+  });
+
+  test("Basic: a token that does not decode to UTF-8 text adds nothing decoded; an empty password is not added", () => {
+    const binary = Buffer.from([0xff, 0xfe, 0x3a, 0x80]).toString("base64");
+    expect(headerSecrets({ Authorization: `Basic ${binary}` })).toEqual([`Basic ${binary}`, binary]);
+    const noPassword = Buffer.from("bob:").toString("base64");
+    expect(headerSecrets({ Authorization: `basic ${noPassword}` })).toEqual([`basic ${noPassword}`, noPassword, "bob:"]);
+  });
+
+  test("Cookie: each name=value pair and each value, not the names alone", () => {
+    const secrets = headerSecrets({ Cookie: 'theme=dark; sid=s3ss10n ;  csrf="q\\w";;empty=' });
+    expect(secrets).toEqual(
+      expect.arrayContaining(["theme=dark", "dark", "sid=s3ss10n", "s3ss10n", 'csrf="q\\w"', '"q\\w"', "q\\w"]),
+    );
+    for (const name of ["theme", "sid", "csrf", "empty", "empty=", ""]) expect(secrets).not.toContain(name);
+    expect(Redactor.of(secrets).text("echo sid=s3ss10n")).toBe(`echo ${REDACTED}`);
+  });
+
+  test("key=value parameters (SigV4, Digest): each credential value unquoted; descriptive ones and names are not added", () => {
+    const scope = "AKIDEXAMPLE/20240101/us-east-1/s3/aws4_request";
+    const sigv4 = `AWS4-HMAC-SHA256 Credential=${scope}, SignedHeaders=host;x-amz-date, Signature=fe5f80f77d5fa3be`;
+    const digest =
+      'Digest username="alice", realm="api", nonce="dcd98b71", uri="/x", algorithm=MD5, qop=auth, nc=00000001, cnonce="0a4f113b", ' +
+      'response="6629fae49393a053", opaque="5ccc069c"';
+    const secrets = headerSecrets({ Authorization: sigv4, "Proxy-Authorization": digest });
+    expect(secrets).toEqual(
+      expect.arrayContaining([scope, "fe5f80f77d5fa3be", "6629fae49393a053", "dcd98b71", "0a4f113b"]),
+    );
+    const descriptives = ["alice", "api", "/x", "MD5", "auth", "00000001", "host;x-amz-date", "Signature", "response", "AWS4-HMAC-SHA256"];
+    for (const descriptive of descriptives) {
+      expect(secrets).not.toContain(descriptive);
+    }
+    expect(Redactor.of(secrets).text("bad signature fe5f80f77d5fa3be, response 6629fae49393a053")).toBe(
+      `bad signature ${REDACTED}, response ${REDACTED}`,
+    );
+  });
+
+  test("no empty strings, and base64 padding is not read as a parameter", () => {
+    const secrets = headerSecrets({ Authorization: "Bearer abc==", "X-Key": "k=", "X-Sig": "sig=1,b=" });
+    expect(secrets).not.toContain("");
+    expect(secrets).not.toContain("=");
+    expect(secrets).toEqual(expect.arrayContaining(["Bearer abc==", "abc==", "k=", "sig=1,b=", "1"]));
+  });
+
+  test("parameters with no credential among them (Cache-Control, Prefer) add no parts", () => {
+    expect(headerSecrets({ "Cache-Control": "max-age=0", Prefer: "return=minimal, wait=5" })).toEqual([
+      "max-age=0",
+      "return=minimal, wait=5",
+      "wait=5",
+    ]);
   });
 });
 

@@ -1,10 +1,9 @@
-import { ToolMessage } from "@langchain/core/messages";
 import type { ToolRuntime } from "@langchain/core/tools";
-import { Command, isCommand } from "@langchain/langgraph";
 import { runSecrets } from "../shared/identity";
 import type { HeaderMap } from "../shared/headers";
-import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
-import { headerSecrets, recordSecrets, Redactor } from "../shared/redact";
+import type { McpToolInterceptor } from "../shared/interceptor";
+import { headerSecrets } from "../shared/header-secrets";
+import { recordSecrets, Redactor } from "../shared/redact";
 
 /**
  * The secrets known for one call: the server's own (static headers, values that came from `$VAR`, OAuth
@@ -61,40 +60,4 @@ export class CallSecrets {
       });
     };
   }
-}
-
-/** A chain outcome with the call's secrets scrubbed from the result, a ToolMessage, or a Command's messages. */
-export function scrubOutcome(outcome: McpCallOutcome, redactor: Redactor): McpCallOutcome {
-  if (redactor.isEmpty) return outcome;
-  if (ToolMessage.isInstance(outcome)) return scrubToolMessage(outcome, redactor);
-  if (isCommand(outcome)) return scrubCommand(outcome, redactor);
-  return redactor.deep(outcome);
-}
-
-function scrubToolMessage(message: ToolMessage, redactor: Redactor): ToolMessage {
-  return new ToolMessage({
-    content: redactor.deep(message.content),
-    artifact: redactor.deep(message.artifact as unknown),
-    tool_call_id: message.tool_call_id,
-    name: message.name,
-    status: message.status,
-    id: message.id,
-    additional_kwargs: redactor.deep(message.additional_kwargs),
-    response_metadata: redactor.deep(message.response_metadata),
-  });
-}
-
-/** A Command whose `update.messages` holds ToolMessages: those are what reach the thread. */
-function scrubCommand(command: Command, redactor: Redactor): Command {
-  const update = command.update;
-  if (update === null || typeof update !== "object" || Array.isArray(update)) return command;
-  const messages = (update as { messages?: unknown }).messages;
-  if (!Array.isArray(messages)) return command;
-  const scrubbed = messages.map((m: unknown) => (ToolMessage.isInstance(m) ? scrubToolMessage(m, redactor) : m));
-  return new Command({
-    update: { ...(update as Record<string, unknown>), messages: scrubbed },
-    ...(command.goto !== undefined ? { goto: command.goto } : {}),
-    ...(command.resume !== undefined ? { resume: command.resume } : {}),
-    ...(command.graph !== undefined ? { graph: command.graph } : {}),
-  } as ConstructorParameters<typeof Command>[0]);
 }

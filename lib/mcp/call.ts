@@ -6,7 +6,8 @@ import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.j
 import type { McpServerConfig } from "../config";
 import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
 import type { Redactor } from "../shared/redact";
-import { CallSecrets, scrubOutcome } from "./call-secrets";
+import { CallSecrets } from "./call-secrets";
+import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText } from "../shared/errors";

@@ -22,7 +22,7 @@ import {
   type OAuthTokenManagerOptions,
 } from "../credentials";
 import { EMPTY_HEADERS } from "../shared/headers";
-import { headerSecrets } from "../shared/redact";
+import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";

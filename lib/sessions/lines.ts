@@ -1,25 +1,75 @@
 import { StringDecoder } from "node:string_decoder";
+import { REDACTED } from "../shared/redact";
 
-/** Splits a byte stream into whole lines (UTF-8 safe across chunks); a line longer than `maxPending` is cut. */
+/**
+ * Raw characters held back when a line is cut for its length. A secret still arriving at the cut is blanked
+ * whole in the next piece when the form it is echoed in is at most this long: any secret of up to 200
+ * characters, even with every character a double-URL-encoded 4-byte UTF-8 sequence (20 characters each). A
+ * longer form that is still arriving when its line is cut can be logged in part.
+ */
+export const CUT_KEEP_CHARS = 4096;
+
+/**
+ * Splits a byte stream into whole lines (UTF-8 safe across chunks), each scrubbed with `redact`, which must
+ * replace each secret with REDACTED (as `Redactor.text` does). A line that grows past `maxPending` without a
+ * newline is given in pieces, cut where no secret lies across the cut.
+ */
 export class LineSplitter {
   private readonly decoder = new StringDecoder("utf8");
+  private readonly keep: number;
   private pending = "";
 
-  constructor(private readonly maxPending: number) {}
+  constructor(
+    private readonly maxPending: number,
+    private readonly redact: (text: string) => string = (text) => text,
+    keep: number = CUT_KEEP_CHARS,
+  ) {
+    this.keep = Math.min(keep, Math.floor(maxPending / 2));
+  }
 
   push(chunk: Buffer): string[] {
     const parts = (this.pending + this.decoder.write(chunk)).split(/\r?\n/);
     this.pending = parts.pop() ?? "";
-    if (this.pending.length > this.maxPending) {
-      parts.push(this.pending);
-      this.pending = "";
-    }
-    return parts;
+    const lines = parts.map((line) => this.redact(line));
+    if (this.pending.length > this.maxPending) lines.push(this.cut());
+    return lines;
   }
 
   flush(): string[] {
     const rest = this.pending + this.decoder.end();
     this.pending = "";
-    return rest === "" ? [] : [rest];
+    return rest === "" ? [] : [this.redact(rest)];
   }
+
+  /**
+   * The scrubbed head of the pending text; the rest stays pending, raw. The last `keep` characters stay, so a
+   * secret still arriving is matched whole once its end comes, when no matched secret lies across that cut
+   * (the pieces scrub to what the whole does). Else the cut goes after the last secret matched: the text
+   * after it came as it is, so the same characters of the raw text stay.
+   */
+  private cut(): string {
+    const raw = this.pending;
+    const whole = this.redact(raw);
+    let at = raw.length - this.keep;
+    if (isHighSurrogate(raw.charCodeAt(at - 1))) at -= 1;
+    const head = this.redact(raw.slice(0, at));
+    if (head + this.redact(raw.slice(at)) === whole) {
+      this.pending = raw.slice(at);
+      return head;
+    }
+    const last = whole.lastIndexOf(REDACTED);
+    const after = last < 0 ? whole.length : last + REDACTED.length;
+    const verbatim = whole.slice(after);
+    if (!raw.endsWith(verbatim)) {
+      // A `redact` that does not write REDACTED leaves no known verbatim tail: the whole text goes.
+      this.pending = "";
+      return whole;
+    }
+    this.pending = verbatim;
+    return whole.slice(0, after);
+  }
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }

@@ -4,7 +4,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
-import { headerSecrets, Redactor } from "../shared/redact";
+import { headerSecrets } from "../shared/header-secrets";
+import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";

@@ -13,7 +13,7 @@ export interface TransportOptions {
   /** Final headers for HTTP/SSE (ignored on stdio). */
   headers: Readonly<Record<string, string>>;
   logger: Logger;
-  /** Scrubs the server's secrets out of what it writes to stderr before it reaches a log line. */
+  /** Scrubs the server's secrets out of what it writes to stderr before it reaches a log line (each secret becomes REDACTED). */
   redact: (text: string) => string;
   /** Longest stdio message read; a longer one is discarded (its call fails), the session stays. */
   stdioMaxMessageBytes?: number;
@@ -22,7 +22,7 @@ export interface TransportOptions {
 }
 
 const STDERR_LINE_LIMIT = 500;
-/** A line that grows past this without a newline is logged in pieces. */
+/** A line that grows past this without a newline is logged in pieces (cut where no secret lies across the cut). */
 const STDERR_PENDING_LIMIT = 64 * 1024;
 
 export function createTransport(serverName: string, server: McpServerConfig, opts: TransportOptions): Transport {
@@ -48,10 +48,10 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
         opts.logger.debug(`MCP SDK stdio transport has no replaceable read buffer; messages above ${maxMessageBytes} bytes close the session`);
       }
       // The child's stderr goes to debug logs, whole lines only (a secret split across two reads would escape
-      // redaction), scrubbed and bounded, instead of the parent's stderr.
-      const lines = new LineSplitter(STDERR_PENDING_LIMIT);
+      // redaction), scrubbed by the splitter and bounded, instead of the parent's stderr.
+      const lines = new LineSplitter(STDERR_PENDING_LIMIT, opts.redact);
       const log = (line: string) => {
-        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(opts.redact(line), STDERR_LINE_LIMIT)}`);
+        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(line, STDERR_LINE_LIMIT)}`);
       };
       transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
       transport.stderr?.on("end", () => lines.flush().forEach(log));

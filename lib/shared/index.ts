@@ -26,7 +26,8 @@ export {
   type McpToolCallRequestInit,
   type McpToolInterceptor,
 } from "./interceptor";
-export { headerSecrets, recordSecrets, Redactor, REDACTED } from "./redact";
+export { headerSecrets } from "./header-secrets";
+export { recordSecrets, Redactor, REDACTED } from "./redact";
 export { consoleLogger, silentLogger, RecordingLogger, type Logger } from "./logger";
 export { runSecrets, runThreadId, runUserId } from "./identity";
 export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "./data-dir";

@@ -1,12 +1,4 @@
-import type { HeaderMap } from "./headers";
-
 export const REDACTED = "[redacted]";
-
-/**
- * Headers whose values describe the request rather than authorize it; every other header value a call
- * carries is treated as a credential.
- */
-const NON_CREDENTIAL_HEADERS = new Set(["accept", "accept-language", "accept-encoding", "content-type", "user-agent"]);
 
 /** The shortest base64 run worth blanking: shorter ones carry a few bits of a secret and match ordinary text. */
 const MIN_BASE64_RUN = 4;
@@ -53,20 +45,26 @@ export class Redactor {
   }
 
   /**
-   * A JSON-like value with every string (object keys included) scrubbed; other values as they are. Arrays and plain
-   * objects holding nothing to scrub are returned as they are, not copied; the others are copies.
+   * A JSON-like value with every string (object keys included) scrubbed, and every number or bigint whose decimal
+   * text holds a secret (a PIN echoed as a JSON number) turned into the string REDACTED; other values as they are.
+   * Arrays and plain objects holding nothing to scrub are returned as they are, not copied; the others are copies.
+   * Other objects (class instances) go through `other`, which may return a scrubbed copy; by default they are kept.
    */
-  deep<T>(value: T): T {
+  deep<T>(value: T, other?: (value: object) => unknown): T {
     if (this.pattern === null) return value;
-    return this.walk(value) as T;
+    return this.walk(value, other) as T;
   }
 
-  private walk(value: unknown): unknown {
+  private walk(value: unknown, other: ((value: object) => unknown) | undefined): unknown {
     if (typeof value === "string") return this.text(value);
+    if (typeof value === "number" || typeof value === "bigint") {
+      const decimal = String(value);
+      return this.text(decimal) === decimal ? value : REDACTED;
+    }
     if (Array.isArray(value)) {
       let out: unknown[] | undefined;
       for (let i = 0; i < value.length; i += 1) {
-        const item = this.walk(value[i]);
+        const item = this.walk(value[i], other);
         if (out === undefined) {
           if (item === value[i]) continue;
           out = value.slice(0, i);
@@ -81,7 +79,7 @@ export class Redactor {
       let out: Record<string, unknown> | undefined;
       for (let i = 0; i < keys.length; i += 1) {
         const key = keys[i];
-        const item = this.walk(source[key]);
+        const item = this.walk(source[key], other);
         const scrubbed = this.text(key);
         if (out === undefined) {
           if (item === source[key] && scrubbed === key) continue;
@@ -92,6 +90,7 @@ export class Redactor {
       }
       return out ?? value;
     }
+    if (other !== undefined && value !== null && typeof value === "object") return other(value);
     return value;
   }
 }
@@ -123,24 +122,6 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
 function isPlain(value: object): boolean {
   const proto: unknown = Object.getPrototypeOf(value);
   return proto === Object.prototype || proto === null;
-}
-
-/**
- * The credential values a header set carries: each value, and the token of a `<scheme> <token>` value.
- * Values of descriptive headers (Accept, Content-Type, …) are not credentials.
- */
-export function headerSecrets(...maps: ReadonlyArray<HeaderMap | undefined>): string[] {
-  const secrets: string[] = [];
-  for (const map of maps) {
-    if (!map) continue;
-    for (const [name, value] of Object.entries(map)) {
-      if (NON_CREDENTIAL_HEADERS.has(name.toLowerCase()) || value === "") continue;
-      secrets.push(value);
-      const space = value.indexOf(" ");
-      if (space > 0 && space < value.length - 1) secrets.push(value.slice(space + 1));
-    }
-  }
-  return secrets;
 }
 
 /** String values of a record (the run's `context.secrets`), the ones that can be echoed. */

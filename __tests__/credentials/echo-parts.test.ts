@@ -1,0 +1,171 @@
+/**
+ * Servers that quote a credential in a form that is not the header value itself: a PIN as a JSON number, the
+ * decoded Basic `user:password`, one cookie pair, a stderr line longer than the pending limit with a secret
+ * split across two writes, and an interceptor answering with a Command that carries the headers into other
+ * state keys and to another node. None of it reaches a ToolMessage, the state, a checkpoint or a log line.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { Annotation, Command, END, MemorySaver, MessagesAnnotation, Send, START, StateGraph } from "@langchain/langgraph";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { rawHeaderValues } from "../fixtures/http-common";
+import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
+import { stdioFixture } from "../fixtures/stdio";
+
+const PIN = "482913";
+const BASIC = `Basic ${Buffer.from("alice:hunter2pw").toString("base64")}`;
+// The pair echoed is not the token after the first space (which was already a secret).
+const COOKIE = "theme=dark; sid=s3ss10nV4l; tz=UTC9";
+/** Letters that appear nowhere else in a stderr log line ("MCP server 'split' stderr: …", "[redacted]", "[truncated …]"). */
+const SPLIT_KEY = "QZXJVWKY";
+const CONTEXT = { user_id: "alice", secrets: { basic: BASIC, cookie: COOKIE, pin: PIN } };
+const SECRETS = [PIN, "hunter2pw", "s3ss10nV4l", BASIC.slice(6), SPLIT_KEY];
+
+let http: HttpFixture;
+let toolkit: McpToolkit;
+let tools: DynamicStructuredTool[];
+let graph: ToolNodeGraph;
+const logger = new RecordingLogger();
+const checkpointer = new MemorySaver();
+let thread = 0;
+
+/** For `echo` calls with text "command": a Command quoting the headers in every place a Command can carry them. */
+const commandQuotingHeaders: McpToolInterceptor = async (request, next) => {
+  if (request.toolName !== "echo" || request.args.text !== "command") return next(request);
+  const quoted = JSON.stringify(request.headers);
+  const pin = Number(request.headers["X-Pin"]);
+  return new Command({
+    update: {
+      messages: new ToolMessage({
+        content: `headers ${quoted}`,
+        artifact: { pin },
+        tool_call_id: request.runtime?.toolCallId ?? "none",
+        name: "parts_echo",
+      }),
+      copied: { headers: request.headers, pin, note: new AIMessage({ content: `copied ${quoted}`, id: "note-1" }) },
+    },
+    goto: new Send("audit", { seen: request.headers, pin }),
+  });
+};
+
+beforeAll(async () => {
+  http = await startHttpFixture({ name: "parts", toolNames: ["decode_credentials", "echo"] });
+  const split = stdioFixture({ name: "split", toolNames: ["stderr_split"] });
+  const dir = await makeTempDir("mcp-echo-parts-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: {
+      parts: {
+        type: "http",
+        url: http.url,
+        headers_from_context: { headers: { Authorization: "basic", Cookie: "cookie", "X-Pin": "pin" } },
+      },
+      split: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, SPLIT_KEY: "${SPLIT_KEY}" } },
+    },
+  });
+  toolkit = createMcpToolkit({ configPath, env: { SPLIT_KEY }, logger, interceptors: [commandQuotingHeaders] });
+  tools = await toolkit.getTools();
+  graph = toolNodeGraph(tools, checkpointer);
+});
+afterAll(async () => {
+  await toolkit.close();
+  await http.close();
+});
+
+function call(name: string, args: Record<string, unknown>): Promise<ToolMessage> {
+  return callThroughGraph(graph, name, args, { context: CONTEXT, configurable: { thread_id: `parts-${++thread}` } });
+}
+
+async function checkpointsOf(threadId: string): Promise<string> {
+  const tuples: string[] = [];
+  for await (const tuple of checkpointer.list({ configurable: { thread_id: threadId } })) tuples.push(JSON.stringify(tuple));
+  return tuples.join("\n");
+}
+
+function expectNoSecret(text: string): void {
+  for (const secret of SECRETS) {
+    for (const form of [secret, encodeURIComponent(secret), Buffer.from(secret).toString("base64")]) expect(text).not.toContain(form);
+  }
+}
+
+describe("a server quoting part of a credential", () => {
+  test("the credentials reached the server as sent", async () => {
+    await call("parts_decode_credentials", { show: "basic" });
+    const last = http.requests.filter((r) => r.rpcMethods?.includes("tools/call")).pop()!;
+    expect(rawHeaderValues(last, "authorization")).toEqual([BASIC]);
+    expect(rawHeaderValues(last, "cookie")).toEqual([COOKIE]);
+    expect(rawHeaderValues(last, "x-pin")).toEqual([PIN]);
+  });
+
+  test("a PIN sent as a header and returned as a JSON number in structuredContent: redacted in artifact and text", async () => {
+    const message = await call("parts_decode_credentials", { show: "numbers" });
+    const artifact = message.artifact as { structuredContent: Record<string, unknown> };
+    // Other numbers stay numbers.
+    expect(artifact.structuredContent).toEqual({ "content-length": expect.any(Number), "x-pin": "[redacted]" });
+    expect(JSON.parse(String(message.content))).toEqual(artifact.structuredContent);
+    expectNoSecret(JSON.stringify(message.toDict()) + (await checkpointsOf(`parts-${thread}`)));
+  });
+
+  test("a server decoding Basic and echoing 'authenticated as alice:hunter2pw'", async () => {
+    const message = await call("parts_decode_credentials", { show: "basic" });
+    expect(message.content).toBe("authenticated as [redacted]");
+  });
+
+  test("a server echoing one cookie pair", async () => {
+    const message = await call("parts_decode_credentials", { show: "cookie", name: "sid" });
+    expect(message.content).toBe("cookie [redacted]");
+  });
+});
+
+describe("a stdio server's stderr line longer than the pending limit", () => {
+  test("a secret split across two writes after more than 64 KiB is never logged, not even in part", async () => {
+    const before = logger.lines.length;
+    const stderrLines = () => logger.lines.slice(before).filter((l) => l.message.startsWith("MCP server 'split' stderr: "));
+    // 9000 copies of "<key> " (81 000 characters) before the split one: the line is cut while the key is half-read.
+    await call("split_stderr_split", { env: "SPLIT_KEY", copies: 9000, pauseMs: 300 });
+    const deadline = Date.now() + 10_000;
+    const done = () => stderrLines().some((l) => l.message.endsWith("stderr: stderr_split done"));
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const lines = stderrLines().map((l) => l.message);
+    for (const line of lines) expect(line).not.toMatch(/[QZXJVWKY]/);
+    // The key's line came in two pieces at least, both scrubbed, and then the line after it.
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+    expect(lines.filter((line) => line.includes("[redacted]")).length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("an interceptor answering with a Command quoting the headers", () => {
+  test("a single ToolMessage, another state key holding an AIMessage, and a Send's args reach the graph scrubbed", async () => {
+    const State = Annotation.Root({
+      ...MessagesAnnotation.spec,
+      copied: Annotation<unknown>(),
+      audited: Annotation<unknown[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+    });
+    const commandGraph = new StateGraph(State)
+      .addNode("tools", new ToolNode(tools), { ends: ["audit"] })
+      .addNode("audit", (args: unknown) => ({ audited: [args] }))
+      .addEdge(START, "tools")
+      .addEdge("audit", END)
+      .compile({ checkpointer });
+    const threadId = `parts-${++thread}`;
+    const state = await commandGraph.invoke(
+      { messages: [toolCalls([{ name: "parts_echo", args: { text: "command" } }])] },
+      { context: CONTEXT, configurable: { thread_id: threadId } },
+    );
+
+    const message = state.messages.find((m) => ToolMessage.isInstance(m))!;
+    expect(String(message.content)).toMatch(/^headers \{.*\[redacted\]/);
+    expect((message as ToolMessage).artifact).toEqual({ pin: "[redacted]" });
+    const copied = state.copied as { headers: Record<string, string>; pin: unknown; note: AIMessage };
+    expect(copied.headers.Authorization).toBe("[redacted]");
+    expect(copied.pin).toBe("[redacted]");
+    expect(AIMessage.isInstance(copied.note)).toBe(true);
+    expect(copied.note.id).toBe("note-1");
+    expect(String(copied.note.content)).toMatch(/^copied \{.*\[redacted\]/);
+    expect(state.audited).toEqual([{ seen: expect.objectContaining({ Cookie: "[redacted]", "X-Pin": "[redacted]" }), pin: "[redacted]" }]);
+    expectNoSecret(JSON.stringify(state) + (await checkpointsOf(threadId)));
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * A stderr line longer than the pending limit is given in pieces: no cut may split a secret, whether it is still
+ * arriving when the line is cut or already there across the place a fixed-size cut would fall.
+ */
+import { describe, expect, test } from "@jest/globals";
+import { LineSplitter } from "../../lib/sessions/lines";
+import { Redactor, REDACTED } from "../../lib/shared";
+
+const SECRET = "QZXJVWKY";
+/** No letter of SECRET: a piece holding any part of it shows one of these. */
+const PART_OF_SECRET = /[QZXJVWKY]/;
+const redactor = Redactor.of([SECRET]);
+const scrub = (text: string): string => redactor.text(text);
+
+/** What the transport logs: each piece scrubbed (again: scrubbing a scrubbed piece changes nothing here). */
+function feed(chunks: readonly string[], maxPending: number, keep?: number): string[] {
+  const splitter = new LineSplitter(maxPending, scrub, keep);
+  return [...chunks.flatMap((chunk) => splitter.push(Buffer.from(chunk))), ...splitter.flush()].map(scrub);
+}
+
+describe("LineSplitter", () => {
+  test("a line cut for its length while a secret is still arriving: the secret is blanked whole in the next piece", () => {
+    const pieces = feed([`${"-".repeat(70)}QZXJ`, "VWKY tail\n"], 64, 16);
+    expect(pieces.length).toBeGreaterThanOrEqual(2);
+    for (const piece of pieces) expect(piece).not.toMatch(PART_OF_SECRET);
+    expect(pieces.join("")).toBe(`${"-".repeat(70)}${REDACTED} tail`);
+  });
+
+  test("a secret lying across where a fixed-size cut would fall is not split", () => {
+    // 78 characters, 16 kept back: a cut at 62 would fall inside the secret (60-68).
+    const pieces = feed([`${"-".repeat(60)}${SECRET}${"-".repeat(10)}`, "\n"], 64, 16);
+    for (const piece of pieces) expect(piece).not.toMatch(PART_OF_SECRET);
+    expect(pieces.join("")).toBe(`${"-".repeat(60)}${REDACTED}${"-".repeat(10)}`);
+  });
+
+  const sizes = [1, 2, 3, 5, 7, 8, 9, 13, 31, 64, 65, 100];
+  test.each(sizes)("a long line of secrets in chunks of %i: pieces join to the scrubbed line", (size) => {
+    const line = Array.from({ length: 40 }, (_, i) => `${"-".repeat(i % 5)}${SECRET}`).join(" ");
+    const text = `${line}\nshort ${SECRET}\n`;
+    const chunks = text.match(new RegExp(`[^]{1,${size}}`, "g")) ?? [];
+    const pieces = feed(chunks, 64, 24);
+    for (const piece of pieces) expect(piece).not.toMatch(PART_OF_SECRET);
+    expect(pieces.length).toBeGreaterThan(3);
+    expect(pieces.slice(0, -1).join("")).toBe(scrub(line));
+    expect(pieces.at(-1)).toBe(`short ${REDACTED}`);
+  });
+
+  test("lines and the rest at the end come back scrubbed, split on CRLF and LF, UTF-8 kept across chunks", () => {
+    const bytes = Buffer.from(`a ${SECRET}\r\nü ${SECRET}`);
+    const splitter = new LineSplitter(64, scrub);
+    const lines = [...splitter.push(bytes.subarray(0, 14)), ...splitter.push(bytes.subarray(14)), ...splitter.flush()];
+    expect(lines).toEqual([`a ${REDACTED}`, `ü ${REDACTED}`]);
+  });
+});

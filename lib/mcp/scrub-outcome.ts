@@ -1,0 +1,123 @@
+import { BaseMessage } from "@langchain/core/messages";
+import { Command, isCommand, Overwrite, Send } from "@langchain/langgraph";
+import type { McpCallOutcome } from "../shared/interceptor";
+import type { Redactor } from "../shared/redact";
+
+/** Message fields that name or link a message rather than carry what it says: kept as they are. */
+const MESSAGE_IDENTITY_FIELDS = new Set(["id", "name", "tool_call_id", "role", "status"]);
+/** Fields holding tool calls: each call's args (and error) are scrubbed, its id, name, type and index kept. */
+const TOOL_CALL_FIELDS = new Set(["tool_calls", "invalid_tool_calls", "tool_call_chunks"]);
+const TOOL_CALL_IDENTITY_FIELDS = new Set(["id", "name", "type", "index"]);
+
+type CommandArgs = ConstructorParameters<typeof Command>[0];
+type MessageClass = new (fields: Record<string, unknown>) => BaseMessage;
+
+/**
+ * A chain outcome with the call's secrets scrubbed: a result, a ToolMessage, or everything a Command carries into
+ * state or to a node (every update value, messages of any class at any depth, Send args, resume). Only what holds
+ * a secret is rebuilt, with the same class; the rest is returned as it is.
+ */
+export function scrubOutcome(outcome: McpCallOutcome, redactor: Redactor): McpCallOutcome {
+  if (redactor.isEmpty) return outcome;
+  return scrubValue(outcome, redactor);
+}
+
+function scrubValue<T>(value: T, redactor: Redactor): T {
+  return redactor.deep(value, (instance) => scrubInstance(instance, redactor));
+}
+
+/** Class instances LangGraph reads as state or node input; any other instance is kept as it is. */
+function scrubInstance(value: object, redactor: Redactor): unknown {
+  if (BaseMessage.isInstance(value)) return scrubMessage(value, redactor);
+  if (isCommand(value)) return scrubCommand(value, redactor);
+  if (value instanceof Send) return scrubSend(value, redactor);
+  if (value instanceof Overwrite) {
+    const inner: unknown = value.value;
+    const scrubbed = scrubValue(inner, redactor);
+    return scrubbed === inner ? value : new Overwrite(scrubbed);
+  }
+  return value;
+}
+
+/**
+ * The message rebuilt with its class from the fields it serializes (as `toJSON` reads them) and its own ones,
+ * every field but the identity ones scrubbed.
+ */
+function scrubMessage(message: BaseMessage, redactor: Redactor): BaseMessage {
+  const source = message as unknown as Record<string, unknown>;
+  const keys = new Set([...Object.keys(message.lc_kwargs), ...Object.keys(source)].filter((key) => !key.startsWith("lc_")));
+  const fields: Record<string, unknown> = {};
+  let changed = false;
+  for (const key of keys) {
+    const value = key in source ? source[key] : message.lc_kwargs[key];
+    // `type` comes from the class.
+    if (value === undefined || key === "type") continue;
+    const scrubbed = MESSAGE_IDENTITY_FIELDS.has(key)
+      ? value
+      : TOOL_CALL_FIELDS.has(key) && Array.isArray(value)
+        ? scrubToolCalls(value, redactor)
+        : scrubValue(value, redactor);
+    changed ||= scrubbed !== value;
+    fields[key] = scrubbed;
+  }
+  return changed ? new (message.constructor as MessageClass)(fields) : message;
+}
+
+function scrubToolCalls(calls: readonly unknown[], redactor: Redactor): readonly unknown[] {
+  const scrubbed = calls.map((call) => (isRecord(call) ? scrubToolCall(call, redactor) : scrubValue(call, redactor)));
+  return scrubbed.every((call, i) => call === calls[i]) ? calls : scrubbed;
+}
+
+function scrubToolCall(call: Record<string, unknown>, redactor: Redactor): Record<string, unknown> {
+  const entries = Object.entries(call).map(([key, value]): [string, unknown] => [
+    key,
+    TOOL_CALL_IDENTITY_FIELDS.has(key) ? value : scrubValue(value, redactor),
+  ]);
+  return entries.every(([key, value]) => value === call[key]) ? call : Object.fromEntries(entries);
+}
+
+function scrubSend(send: Send, redactor: Redactor): Send {
+  const args: unknown = send.args;
+  const scrubbed = scrubValue(args, redactor);
+  return scrubbed === args ? send : new Send(send.node, scrubbed, send.timeout === undefined ? undefined : { timeout: send.timeout });
+}
+
+/** The update (every value; its keys name channels and are kept), goto (Send args; node names kept) and resume. */
+function scrubCommand(command: Command, redactor: Redactor): Command {
+  const update = scrubUpdate(command.update, redactor);
+  const goto = scrubValue(command.goto, redactor);
+  const resume: unknown = scrubValue(command.resume as unknown, redactor);
+  if (update === command.update && goto === command.goto && resume === command.resume) return command;
+  return new Command({
+    ...(update !== undefined ? { update } : {}),
+    ...(goto !== undefined ? { goto } : {}),
+    ...(resume !== undefined ? { resume } : {}),
+    ...(command.graph !== undefined ? { graph: command.graph } : {}),
+  } as CommandArgs);
+}
+
+function scrubUpdate(update: Command["update"], redactor: Redactor): Command["update"] {
+  if (Array.isArray(update) && update.every(isUpdatePair)) {
+    const pairs = update.map(([key, value]): [string, unknown] => {
+      const scrubbed = scrubValue(value, redactor);
+      return scrubbed === value ? [key, value] : [key, scrubbed];
+    });
+    return pairs.every(([, value], i) => value === update[i][1]) ? update : pairs;
+  }
+  if (isRecord(update)) {
+    const entries = Object.entries(update).map(([key, value]): [string, unknown] => [key, scrubValue(value, redactor)]);
+    return entries.every(([key, value]) => value === update[key]) ? update : Object.fromEntries(entries);
+  }
+  return scrubValue(update, redactor);
+}
+
+function isUpdatePair(item: unknown): item is [string, unknown] {
+  return Array.isArray(item) && item.length === 2 && typeof item[0] === "string";
+}
+
+/** A plain object (an update's channels, a tool call); class instances are not. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
