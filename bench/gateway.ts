@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
-import { createGatewayApp } from "../lib";
+import { createGatewayApp } from "./built";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { fmtMs, median, type Row } from "./stats";
 

@@ -15,7 +15,7 @@ import { ToolNode } from "@langchain/langgraph/prebuilt";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { createMcpToolkit, silentLogger } from "../lib";
+import { createMcpToolkit, silentLogger } from "./built";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";

@@ -10,7 +10,7 @@ import type { DynamicStructuredTool, StructuredToolInterface } from "@langchain/
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { createMcpToolkit, silentLogger } from "../lib";
+import { createMcpToolkit, silentLogger } from "./built";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture } from "../__tests__/fixtures/stdio";

@@ -13,7 +13,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Client as PgClient } from "pg";
-import { createMcpToolkit, silentLogger, type McpToolkit } from "../lib";
+import { createMcpToolkit, silentLogger, type McpToolkit } from "./built";
 import {
   createTaskRuntime,
   MemoryTaskNotifier,
@@ -21,7 +21,7 @@ import {
   TaskSnapshot,
   type SubmittedTask,
   type TaskRuntime,
-} from "../lib/tasks";
+} from "../dist/cjs/tasks/index.cjs";
 import { ManualClock } from "../__tests__/fixtures/clock";
 import { makeTempDir, writeConfig } from "../__tests__/fixtures/config";
 import { startHttpFixture } from "../__tests__/fixtures/http-server";

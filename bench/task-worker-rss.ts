@@ -5,9 +5,9 @@
  * per tick, so every row is due at every tick and each tick claims a full `max_concurrent_polls` batch.
  */
 import { performance } from "node:perf_hooks";
-import { silentLogger } from "../lib";
-import { createTaskRuntime } from "../lib/tasks";
-import { startTaskWorker, type TaskWorkerTickReport } from "../lib/worker";
+import { silentLogger } from "./built";
+import { createTaskRuntime } from "../dist/cjs/tasks/index.cjs";
+import { startTaskWorker, type TaskWorkerTickReport } from "../dist/cjs/worker/index.cjs";
 import { ManualClock } from "../__tests__/fixtures/clock";
 
 async function main(): Promise<void> {

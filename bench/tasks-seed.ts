@@ -1,5 +1,5 @@
 /** Bulk rows for the task benchmarks, written straight into `mcp_tasks` (one statement per chunk). */
-import type { Db } from "../lib/tasks";
+import type { Db } from "../dist/cjs/tasks/index.cjs";
 
 const COLUMNS =
   "id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data, notification_status, " +

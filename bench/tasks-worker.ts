@@ -4,7 +4,7 @@
  * driver, notifications) until nothing is due, then prints its RSS in bytes.
  */
 import * as path from "node:path";
-import { migrate, openTaskDatabase, openTaskStore, TaskSnapshot } from "../lib/tasks";
+import { migrate, openTaskDatabase, openTaskStore, TaskSnapshot } from "../dist/cjs/tasks/index.cjs";
 import { seedRows } from "./tasks-seed";
 
 async function main(): Promise<void> {
