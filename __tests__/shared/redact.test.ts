@@ -36,6 +36,21 @@ describe("Redactor", () => {
     }
   });
 
+  test.each([
+    ["MIME, 76 columns, CRLF", 76, "\r\n"],
+    ["PEM, 64 columns, LF", 64, "\n"],
+  ])("blanks a base64 echo wrapped in lines (%s), wherever a line break falls inside the secret", (_name, width, eol) => {
+    const secret = "sk-wrapped-secret-value-0123456789";
+    for (let offset = 0; offset < 60; offset += 1) {
+      const encoded = Buffer.from(`${"u".repeat(offset)}${secret}:tail`).toString("base64");
+      const wrapped = encoded.replace(new RegExp(`(.{${width}})`, "g"), `$1${eol}`);
+      const out = Redactor.of([secret]).text(wrapped);
+      expect(out).toContain(REDACTED);
+      const left = out.split(REDACTED).map((part) => part.replace(/\s/g, ""));
+      expect(Buffer.from(left.join(""), "base64").toString("latin1")).not.toContain("secret-value");
+    }
+  });
+
   test("short secrets are blanked however short", () => {
     const r = Redactor.of(["q7Z4", "x"]);
     expect(r.text("token q7Z4 and x")).toBe(`token ${REDACTED} and ${REDACTED}`);

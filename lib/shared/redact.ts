@@ -134,7 +134,8 @@ function buildPattern(secrets: readonly string[]): RegExp {
   const alternatives = new Set<string>();
   for (const secret of secrets) {
     alternatives.add([...secret].map(charPattern).join(""));
-    for (const run of base64Runs(secret)) alternatives.add(escapeRegExp(run));
+    // Base64 is often wrapped in lines (MIME at 76 columns, PEM at 64): a line break may fall anywhere in the run.
+    for (const run of base64Runs(secret)) alternatives.add([...run].map(escapeRegExp).join("(?:\\r?\\n)?"));
   }
   // Longest first, so a whole "Bearer <token>" goes before its token alone.
   const ordered = [...alternatives].sort((a, b) => b.length - a.length);
