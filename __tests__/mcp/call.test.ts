@@ -3,7 +3,8 @@ import { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolCalls, toolNodeGraph } from "../fixtures/graph";
+import { TraceRecorder } from "../fixtures/trace";
 import { findToolCall } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
@@ -90,6 +91,54 @@ describe("an interceptor's own answer", () => {
     } finally {
       await own.close();
       await fx.close();
+    }
+  });
+});
+
+describe("a call failing as its run is cancelled", () => {
+  test("what propagates is the run's abort reason, not an error text that may quote the call's secrets", async () => {
+    const SECRET = "zz-abort-secret";
+    const controller = new AbortController();
+    let current = controller;
+    const failing: McpToolInterceptor = async (request) => {
+      current.abort(new Error("run cancelled"));
+      throw new Error(`upstream refused key ${String((request.runtime?.context as { secrets: { api_key: string } }).secrets.api_key)}`);
+    };
+    const dir = await makeTempDir("mcp-call-cancelled-");
+    const configPath = await writeConfig(dir, { mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["echo"] }) } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [failing] });
+    const traces: string[] = [];
+    try {
+      const graph = toolNodeGraph(await own.getTools());
+      const run = graph.invoke(
+        { messages: [toolCalls([{ name: "local_echo", args: { text: "x" } }])] },
+        { context: { secrets: { api_key: SECRET } }, signal: controller.signal, callbacks: [new TraceRecorder(traces)] },
+      );
+      const err = await run.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect(`${err?.message} ${err?.stack}`).not.toContain(SECRET);
+      expect(traces.join("\n")).not.toContain(SECRET);
+
+      // The same through the direct call API (durable-task submits use it): the run's reason, as it is.
+      current = new AbortController();
+      const direct = own.callTool({
+        server: "local",
+        tool: "echo",
+        args: { text: "x" },
+        runtime: { context: { secrets: { api_key: SECRET } }, signal: current.signal } as never,
+        signal: current.signal,
+      });
+      const reason = await direct.then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(reason?.message).toBe("run cancelled");
+      expect(reason).toBe(current.signal.reason);
+    } finally {
+      await own.close();
     }
   });
 });

@@ -311,7 +311,7 @@ export async function runToolCall(
 /**
  * One call through the interceptor chain, also used outside a tool node (durable tasks). Returns the chain's
  * outcome scrubbed of every secret known for the call; failures throw an `McpToolCallError` with the vetted,
- * scrubbed text a tool shows; interrupts and aborts propagate.
+ * scrubbed text a tool shows; interrupts propagate, and so does the abort reason of a cancelled run.
  */
 export async function runDirectCall(
   target: CallTarget,
@@ -338,7 +338,9 @@ export async function runDirectCall(
     );
     return scrubOutcome(await chain(request), secrets.redactor());
   } catch (err) {
-    if (isGraphBubbleUp(err) || signal?.aborted) throw err;
+    if (isGraphBubbleUp(err)) throw err;
+    // A cancelled run ends with its own reason: an error that raced the abort may quote what the call carried.
+    if (signal?.aborted) throw signal.reason;
     throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));
   } finally {
     // Also after a failure: the request may have reached the server.
