@@ -44,6 +44,7 @@ export {
   type ConfigPathSource,
   type ResolveConfigPathOptions,
 } from "./path";
+export { sameConnection } from "./connection";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
 export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
 export {

@@ -41,6 +41,11 @@ export interface CallTarget {
   server: McpServerConfig;
   /** The stdio session to use when the call names one (a durable task's own scope); otherwise the run's. */
   scope?: SessionScope;
+  /**
+   * Where the call goes instead when `pool` was retired (the tools reloaded) before it was sent: the new generation's
+   * pool and config of the server, or `undefined` when the server is gone or connects differently now.
+   */
+  successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig } | undefined>;
 }
 
 export interface CallPathOptions {
@@ -84,6 +89,13 @@ function expiredText(record: McpToolRecord): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
     "(HTTP 404: it expired or the server restarted). The call was not sent again; a new session serves the next call."
+  );
+}
+
+function reconfiguredText(record: McpToolRecord): string {
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' was not called: the server's configuration changed while ` +
+    "the call was being prepared; call it again"
   );
 }
 
@@ -174,7 +186,13 @@ function sendToServer(
   workspace: CallWorkspace,
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
-    const { server, pool } = target;
+    let { server, pool } = target;
+    if (pool.isRetired && target.successor) {
+      // The tools reloaded while the interceptors ran: nothing was sent yet, so the call may go to the new sessions.
+      const next = await target.successor();
+      if (!next) throw ownText(new McpToolCallError(reconfiguredText(record)));
+      ({ server, pool } = next);
+    }
     secrets.noteHeaders(request.headers);
     const headers = sendableHeaders(request.serverName, request.headers);
     secrets.noteHeaders(headers);

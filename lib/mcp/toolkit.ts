@@ -6,6 +6,7 @@ import {
   getConfigSignature,
   loadExtensionsConfig,
   resolveExtensionsConfigPath,
+  sameConnection,
   signaturesEqual,
   McpTaskConfigurationError,
   type ConfigSignature,
@@ -220,6 +221,8 @@ export class McpToolkit {
   private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
+  /** Retired pools whose sessions still run calls: `close()` closes them too. */
+  private readonly retiredPools = new Set<SessionPool>();
   private loading: Promise<Generation> | null = null;
   private token = 0;
   private closed = false;
@@ -259,7 +262,9 @@ export class McpToolkit {
     this.token += 1;
     this.current = null;
     const pending = this.loading;
-    await current?.pool.close();
+    const retired = [...this.retiredPools];
+    this.retiredPools.clear();
+    await Promise.all([...(current ? [current.pool] : []), ...retired].map((pool) => pool.close()));
     if (pending) await pending.then((g) => g.pool.close()).catch(() => undefined);
   }
 
@@ -267,8 +272,26 @@ export class McpToolkit {
     const old = this.current;
     this.token += 1;
     // Retire the pool before clearing the state, so no session of the old generation reaches a new wrapper.
-    old?.pool.retire();
+    if (old) this.retirePool(old.pool);
     this.current = null;
+  }
+
+  /** Retires `pool`, keeping it for `close()` while its busy sessions finish their calls. */
+  private retirePool(pool: SessionPool): void {
+    pool.retire();
+    for (const earlier of this.retiredPools) if (earlier.live === 0) this.retiredPools.delete(earlier);
+    if (pool.live > 0) this.retiredPools.add(pool);
+  }
+
+  /** The new generation's pool and config for a call whose pool was retired before it was sent (see `CallTarget`). */
+  private async successor(
+    serverName: string,
+    server: McpServerConfig,
+  ): Promise<{ pool: SessionPool; server: McpServerConfig } | undefined> {
+    if (this.closed) return undefined;
+    const generation = await this.ensureLoaded().catch(() => undefined);
+    const entry = generation?.servers.get(serverName);
+    return generation && entry && sameConnection(entry.config, server) ? { pool: generation.pool, server: entry.config } : undefined;
   }
 
   private ensureLoaded(): Promise<Generation> {
@@ -301,7 +324,7 @@ export class McpToolkit {
         this.oauth.retain(generation.servers.keys());
         return generation;
       }
-      generation.pool.retire();
+      this.retirePool(generation.pool);
       if (attempt >= MAX_LOAD_ATTEMPTS) {
         throw new Error(`MCP config kept changing while tools were loading (${MAX_LOAD_ATTEMPTS} attempts); try again`);
       }
@@ -364,7 +387,7 @@ export class McpToolkit {
       tools = this.exposedTools(loaded.config, discovered, failures);
     } catch (err) {
       // No generation will own the sessions discovery opened.
-      pool.retire();
+      this.retirePool(pool);
       throw err;
     }
     this.logger.debug(`loaded ${tools.length} MCP tools from ${discoveries.length} servers (generation ${token})`);
@@ -417,6 +440,7 @@ export class McpToolkit {
         pool: generation.pool,
         server: entry.config,
         ...(call.scope ? { scope: sessionScope(call.scope.userId, call.scope.threadId) } : {}),
+        successor: () => this.successor(call.server, entry.config),
       },
       { server: call.server, rawName: call.tool, transport: entry.config.type },
       call.args,
@@ -437,7 +461,16 @@ export class McpToolkit {
   ): Promise<unknown> {
     const generation = this.current;
     if (generation) return this.invokeOn(generation, record, visibleName, args, config);
-    return this.ensureLoaded().then((loaded) => this.invokeOn(loaded, record, visibleName, args, config));
+    return this.ensureLoaded().then(
+      (loaded) => this.invokeOn(loaded, record, visibleName, args, config),
+      (err: unknown) => {
+        if (err instanceof ToolkitClosedError) throw err;
+        // The config's own error names the file; the model gets a line of its own.
+        this.logger.warn(`MCP tools could not be reloaded for a call of '${visibleName}': ${(err as Error)?.message ?? String(err)}`);
+        const text = `MCP tool '${record.rawName}' was not called: the MCP configuration could not be loaded (see the logs)`;
+        return toolErrorOutput(text, visibleName, config);
+      },
+    );
   }
 
   private invokeOn(
@@ -454,7 +487,8 @@ export class McpToolkit {
         resolve(toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config)),
       );
     }
-    return runToolCall({ pool: generation.pool, server: entry.config }, record, visibleName, args, config, entry.requestScoped);
+    const target = { pool: generation.pool, server: entry.config, successor: () => this.successor(record.server, entry.config) };
+    return runToolCall(target, record, visibleName, args, config, entry.requestScoped);
   }
 
   /** One server's call chains: credential layers (outermost), then `mcpInterceptors`, then the toolkit's own. */

@@ -159,6 +159,11 @@ export class SessionPool {
     return this.retired;
   }
 
+  /** Sessions (and creations) this pool still holds, those draining after their calls included. */
+  get live(): number {
+    return this.entries.size + this.draining.size;
+  }
+
   async acquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): Promise<SessionLease> {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);

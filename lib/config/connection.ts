@@ -1,0 +1,36 @@
+import type { McpServerConfig } from "./schema";
+
+/**
+ * The settings that decide where a server's calls go and what they carry: transport, process or URL, headers and
+ * credential layers, timeouts. A server's description, routing and tool settings are not among them.
+ */
+const CONNECTION_KEYS = [
+  "enabled",
+  "type",
+  "transport",
+  "command",
+  "args",
+  "env",
+  "cwd",
+  "url",
+  "headers",
+  "oauth",
+  "user_auth",
+  "headers_from_context",
+  "session_init_timeout",
+  "tool_call_timeout",
+  "max_total_timeout",
+] as const satisfies readonly (keyof McpServerConfig)[];
+
+/** Whether two configs of one server connect, authenticate and time out the same way. */
+export function sameConnection(a: McpServerConfig, b: McpServerConfig): boolean {
+  return CONNECTION_KEYS.every((key) => sortedJson(a[key]) === sortedJson(b[key]));
+}
+
+function sortedJson(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    inner !== null && typeof inner === "object" && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
+      : inner,
+  ) ?? "undefined";
+}
