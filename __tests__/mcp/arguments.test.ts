@@ -44,6 +44,12 @@ const CASES: { name: string; args: Record<string, unknown>; lines: string[] }[] 
   },
   { name: "remote_profile", args: { person: { name: "ann", age: 3, nickname: "secret-ish value" } }, lines: ["person.nickname: unexpected field"] },
   { name: "remote_profile", args: {}, lines: ["person: required field missing"] },
+  // A field name the schema validator cannot URI-encode for its error paths (a lone surrogate).
+  {
+    name: "remote_profile",
+    args: { person: { name: "ann", age: 3, "x\ud800": 1 } },
+    lines: ["(arguments): a field name is not valid Unicode text (it holds a lone surrogate)"],
+  },
 ];
 
 function expectClean(message: ToolMessage, name: string, lines: string[]): void {

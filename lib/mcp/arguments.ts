@@ -42,6 +42,8 @@ const ALTERNATIVES = new Set(["anyOf", "oneOf", "not"]);
 
 const validators = new WeakMap<object, Validator>();
 
+const UNENCODABLE_FIELD = "(arguments): a field name is not valid Unicode text (it holds a lone surrogate)";
+
 function validatorFor(schema: JSONSchema): Validator {
   let validator = validators.get(schema);
   if (!validator) {
@@ -154,7 +156,14 @@ function expectation(keyword: string, rule: unknown): string | null {
  * `person.name: required field missing`, `person.nickname: unexpected field`); `[]` when it is valid.
  */
 export function describeArgumentProblems(schema: JSONSchema, input: unknown): string[] {
-  const result = validatorFor(schema).validate(input);
+  let result: ReturnType<Validator["validate"]>;
+  try {
+    result = validatorFor(schema).validate(input);
+  } catch (err) {
+    // The validator URI-encodes the path of each field it reads, and a lone surrogate cannot be encoded.
+    if (err instanceof URIError) return [UNENCODABLE_FIELD];
+    throw err;
+  }
   if (result.valid) return [];
   const byField = new Map<string, string[]>();
   const add = (path: readonly PropertyKey[], problem: string) => {

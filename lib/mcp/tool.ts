@@ -35,7 +35,11 @@ function isToolCallInput(value: unknown): value is { args: unknown; id?: string 
 
 function isInputParsingError(err: unknown): boolean {
   // By name too: a second copy of @langchain/core (CJS next to ESM) has a class of its own.
-  return err instanceof ToolInputParsingException || (err instanceof Error && err.constructor?.name === "ToolInputParsingException");
+  if (err instanceof ToolInputParsingException) return true;
+  if (err instanceof Error && err.constructor?.name === "ToolInputParsingException") return true;
+  // LangChain's schema validator URI-encodes each field's path and throws on a name it cannot encode (a lone
+  // surrogate); the tool itself never throws one (its failures are ToolMessages).
+  return err instanceof URIError;
 }
 
 /**
