@@ -420,6 +420,7 @@ export class McpTaskService {
     const released = await this.store.releaseClaim({
       taskId: record.id,
       leaseOwner: this.leaseOwner,
+      leaseExpiresAt: record.lease_expires_at,
       nextPollAt,
       error,
       trackingDegradedAfterErrors: this.settings.tracking_degraded_after_errors,
@@ -458,6 +459,7 @@ export class McpTaskService {
       const applied = await this.store.applyCancelSnapshot({
         taskId: record.id,
         leaseOwner: this.leaseOwner,
+        leaseExpiresAt: record.lease_expires_at,
         snapshot,
         trackingDegradedAfterErrors: this.settings.tracking_degraded_after_errors,
       });
@@ -470,6 +472,7 @@ export class McpTaskService {
       await this.store.releaseCancelClaim({
         taskId: record.id,
         leaseOwner: this.leaseOwner,
+        leaseExpiresAt: record.lease_expires_at,
         nextCancelAt: addSeconds(failedAt, this.backoffSeconds(attempts)),
         error: boundedError(err),
       });

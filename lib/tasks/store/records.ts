@@ -117,8 +117,32 @@ export function dbTime(date: Date): string {
   return date.toISOString();
 }
 
+/**
+ * PostgreSQL cannot store U+0000 in text (nor `\u0000` in JSON); SQLite would keep it. The store writes U+FFFD
+ * in its place on both databases, in every string it writes (`TaskStore` passes every bound value through here).
+ */
+export function storedText(value: string): string {
+  return value.includes("\u0000") ? value.replace(/\u0000/g, "\uFFFD") : value;
+}
+
+/** `value` with U+0000 replaced in every string, object key included (plain objects and arrays; others as they are). */
+export function storedValue<T>(value: T): T {
+  if (typeof value === "string") return storedText(value) as T;
+  if (Array.isArray(value)) return value.map(storedValue) as T;
+  if (value === null || typeof value !== "object") return value;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) out[storedText(key)] = storedValue(item);
+  return out as T;
+}
+
+/** JSON text of a value for a JSON column, U+0000 replaced inside its strings and keys (see `storedText`). */
 export function dbJson(value: unknown): string | null {
-  return value === null || value === undefined ? null : JSON.stringify(value);
+  if (value === null || value === undefined) return null;
+  const text = JSON.stringify(value);
+  // JSON.stringify writes U+0000 as the escape `\u0000`; only then is the value walked.
+  return text.includes("\\u0000") ? JSON.stringify(storedValue(value)) : text;
 }
 
 function toDate(value: unknown): Date | null {

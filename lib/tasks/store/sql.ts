@@ -37,6 +37,13 @@ export function castsFor(dialect: Dialect): Casts {
   return { ts: plain, json: plain, bool: plain, text: plain, int: plain };
 }
 
+/**
+ * The claim fence beyond the owner: when the writer names the lease expiry its claim wrote (`expiry`, a cast
+ * parameter, null when not given), the row must still hold exactly that lease. Two claims of one row under the
+ * same owner (two ticks of one process) then fence each other out: a re-claim always writes a later expiry.
+ */
+const sameClaim = (column: string, expiry: string) => `(${expiry} IS NULL OR ${column} = ${expiry})`;
+
 /** Where the new event fingerprint `fp` differs from the stored one. */
 const eventChanged = (fp: string) => `(${fp} IS NOT NULL AND (event_fingerprint IS NULL OR event_fingerprint <> ${fp}))`;
 
@@ -131,11 +138,12 @@ export class TaskSql {
     "polled_at",
     "completed",
     "fp",
+    "lease_expires_at",
   ] as const;
 
   /**
    * Applies many poll results in one statement, each row fenced on its own: lease owner, lease not expired at
-   * `$1` (now), not terminal, no cancel request. Returns the ids written.
+   * `$1` (now), the claim's own lease expiry (when given), not terminal, no cancel request. Returns the ids written.
    */
   applySnapshots(rows: number): string {
     const { c } = this;
@@ -157,6 +165,7 @@ export class TaskSql {
         c.ts(p(11)),
         c.bool(p(12)),
         c.text(p(13)),
+        c.ts(p(14)),
       ].join(", ")})`;
     };
     const values = Array.from({ length: rows }, (_, r) => tuple(r)).join(",\n      ");
@@ -172,7 +181,8 @@ export class TaskSql {
         ${recordEventSet("v.v_fp", now)}
       FROM v
       WHERE mcp_tasks.id = v.v_id AND mcp_tasks.task_name = v.v_task_name AND mcp_tasks.lease_owner = v.v_lease_owner
-        AND mcp_tasks.lease_expires_at >= ${now} AND mcp_tasks.status IN ${POLLABLE}
+        AND mcp_tasks.lease_expires_at >= ${now} AND ${sameClaim("mcp_tasks.lease_expires_at", "v.v_lease_expires_at")}
+        AND mcp_tasks.status IN ${POLLABLE}
         AND mcp_tasks.cancel_requested_at IS NULL
       RETURNING mcp_tasks.id`;
   }
@@ -183,8 +193,9 @@ export class TaskSql {
   }
 
   /**
-   * $1 id, $2 owner, $3 now, $4 next poll, $5 error, $6 fingerprint. Owner fence only: the poller still holds
-   * the claim it is giving back.
+   * $1 id, $2 owner, $3 now, $4 next poll, $5 error, $6 fingerprint, $7 the claim's lease expiry (or null).
+   * Fenced on owner, lease expiry and claim, like an apply: a failure that comes back after the lease expired
+   * (or after a newer claim) counts no error and records no event.
    */
   releaseClaim(): string {
     const { c } = this;
@@ -192,7 +203,7 @@ export class TaskSql {
         consecutive_poll_error_count = consecutive_poll_error_count + 1, lease_owner = NULL, lease_expires_at = NULL,
         updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(6), c.ts(3))}
-      WHERE id = $1 AND lease_owner = $2
+      WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(7))}
       RETURNING id`;
   }
 
@@ -226,7 +237,8 @@ export class TaskSql {
 
   /**
    * $1 id, $2 owner, $3 now, $4 status, $5 result, $6 preview, $7 truncated, $8 artifact, $9 error,
-   * $10 input_required, $11 fingerprint. Fenced on owner, lease expiry and non-terminal.
+   * $10 input_required, $11 fingerprint, $12 the claim's lease expiry (or null). Fenced on owner, lease expiry,
+   * claim and non-terminal.
    */
   applyCancelSnapshot(): string {
     const { c } = this;
@@ -235,16 +247,20 @@ export class TaskSql {
         input_required = ${c.json(10)}, next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
         lease_owner = NULL, lease_expires_at = NULL, completed_at = ${c.ts(3)}, updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(11), c.ts(3))}
-      WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND status NOT IN ${TERMINAL}
+      WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(12))}
+        AND status NOT IN ${TERMINAL}
       RETURNING id`;
   }
 
-  /** $1 id, $2 owner, $3 now, $4 next cancel, $5 error. */
+  /**
+   * $1 id, $2 owner, $3 now, $4 next cancel, $5 error, $6 the claim's lease expiry (or null). Fenced on owner,
+   * lease expiry and claim.
+   */
   releaseCancelClaim(): string {
     const { c } = this;
     return `UPDATE mcp_tasks SET next_cancel_at = ${c.ts(4)}, last_cancel_error = ${c.text(5)}, lease_owner = NULL,
         lease_expires_at = NULL, updated_at = ${c.ts(3)}
-      WHERE id = $1 AND lease_owner = $2
+      WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(6))}
       RETURNING id`;
   }
 

@@ -5,7 +5,7 @@
 import { eventFingerprint, notificationEvent, type EventSource, type TaskEvent } from "../events";
 import { MCP_TASK_MAX_NOTIFICATION_ATTEMPTS, TERMINAL_TASK_STATUSES, type TaskSnapshot, type TaskStatus } from "../model";
 import type { Db, Queryable, Row } from "./connection";
-import { dbJson, dbTime, TASK_COLUMNS, toRecord, type TaskRecord } from "./records";
+import { dbJson, dbTime, storedText, storedValue, TASK_COLUMNS, toRecord, type TaskRecord } from "./records";
 import { TaskSql } from "./sql";
 
 export const UNIQUE_REMOTE_TASK_CONSTRAINT = "uq_mcp_tasks_user_server_remote";
@@ -51,13 +51,20 @@ export interface ClaimOptions {
   leaseOwner: string;
   leaseSeconds: number;
   limit: number;
-  /** The scan time: what is due by then, leased until then + `leaseSeconds` (default: the store's clock). */
+  /**
+   * The scan time: what is due by then (default: the store's clock). The lease runs `leaseSeconds` from the
+   * claim itself (the store's clock when the claim is written, or the scan time if that is later), never from
+   * an earlier tick start: a claim made after a slow phase is not born expired.
+   */
   now?: Date;
 }
 
 export interface ApplySnapshotInput {
-  /** The claimed row (its id and task name; the task name is part of the fence and of the event). */
-  task: Pick<TaskRecord, "id" | "task_name">;
+  /**
+   * The claimed row (its id and task name; the task name is part of the fence and of the event). Its
+   * `lease_expires_at`, when given, is the claim's own lease: the write is fenced on exactly that claim.
+   */
+  task: Pick<TaskRecord, "id" | "task_name"> & Partial<Pick<TaskRecord, "lease_expires_at">>;
   leaseOwner: string;
   /** Already normalised. */
   snapshot: TaskSnapshot;
@@ -69,6 +76,8 @@ export interface ApplySnapshotInput {
 export interface ReleaseClaimInput {
   taskId: string;
   leaseOwner: string;
+  /** The lease expiry the claim wrote (the claimed record's `lease_expires_at`): fences the write on that claim. */
+  leaseExpiresAt?: Date | null;
   nextPollAt: Date;
   error: string;
   trackingDegradedAfterErrors: number;
@@ -77,6 +86,8 @@ export interface ReleaseClaimInput {
 export interface ApplyCancelInput {
   taskId: string;
   leaseOwner: string;
+  /** The lease expiry the claim wrote (the claimed record's `lease_expires_at`): fences the write on that claim. */
+  leaseExpiresAt?: Date | null;
   /** Terminal, already normalised. */
   snapshot: TaskSnapshot;
   trackingDegradedAfterErrors: number;
@@ -85,6 +96,8 @@ export interface ApplyCancelInput {
 export interface ReleaseCancelInput {
   taskId: string;
   leaseOwner: string;
+  /** The lease expiry the claim wrote (the claimed record's `lease_expires_at`): fences the write on that claim. */
+  leaseExpiresAt?: Date | null;
   nextCancelAt: Date;
   error: string;
 }
@@ -110,7 +123,7 @@ export class TaskStore {
   readonly #claimPolls: string;
 
   constructor(db: Db, opts: TaskStoreOptions = {}) {
-    this.#db = db;
+    this.#db = storingText(db);
     this.dialect = db.dialect;
     this.#sql = new TaskSql(db.dialect);
     this.#claimPolls = this.#sql.claimDuePolls();
@@ -209,7 +222,7 @@ export class TaskStore {
     const now = opts.now ?? this.#clock();
     const rows = await this.#db.rows(
       this.#claimPolls,
-      [opts.leaseOwner, dbTime(addSeconds(now, opts.leaseSeconds)), dbTime(now), opts.limit],
+      [opts.leaseOwner, dbTime(this.#leaseExpiry(now, opts.leaseSeconds)), dbTime(now), opts.limit],
       "mcp_tasks_claim_polls",
     );
     return sortBy(this.#records(rows), (r) => r.next_poll_at);
@@ -244,6 +257,7 @@ export class TaskStore {
           dbTime(polledAt ?? now),
           TERMINAL_TASK_STATUSES.has(s.status),
           event ? eventFingerprint(event) : null,
+          claimExpiry(task.lease_expires_at),
         );
       }
       let sql = this.#applyStatements.get(chunk.length);
@@ -258,16 +272,26 @@ export class TaskStore {
 
   /**
    * Gives a claim back after a failed poll: the next poll time and the error are recorded, the consecutive error
-   * count grows, and reaching `trackingDegradedAfterErrors` is an event. Fenced on the owner only.
+   * count grows, and reaching `trackingDegradedAfterErrors` is an event. Fenced on the owner and the lease
+   * expiry: a late failure (lease expired) is discarded.
    */
   async releaseClaim(input: ReleaseClaimInput): Promise<boolean> {
     return this.#db.transaction(async (tx) => {
       const row = await this.#leased(tx, input.taskId, input.leaseOwner);
       if (!row) return false;
       const now = this.#clock();
-      const after = { ...row, consecutive_poll_error_count: row.consecutive_poll_error_count + 1, last_poll_error: input.error };
+      const error = storedText(input.error);
+      const after = { ...row, consecutive_poll_error_count: row.consecutive_poll_error_count + 1, last_poll_error: error };
       const fp = fingerprintOf(after, input.trackingDegradedAfterErrors);
-      const done = await tx.rows(this.#sql.releaseClaim(), [input.taskId, input.leaseOwner, dbTime(now), dbTime(input.nextPollAt), input.error, fp]);
+      const done = await tx.rows(this.#sql.releaseClaim(), [
+        input.taskId,
+        input.leaseOwner,
+        dbTime(now),
+        dbTime(input.nextPollAt),
+        input.error,
+        fp,
+        claimExpiry(input.leaseExpiresAt),
+      ]);
       return done.length === 1;
     });
   }
@@ -289,7 +313,7 @@ export class TaskStore {
     const now = opts.now ?? this.#clock();
     const rows = await this.#db.rows(this.#sql.claimCancels(), [
       opts.leaseOwner,
-      dbTime(addSeconds(now, opts.leaseSeconds)),
+      dbTime(this.#leaseExpiry(now, opts.leaseSeconds)),
       dbTime(now),
       opts.limit,
       opts.taskId ?? null,
@@ -312,6 +336,7 @@ export class TaskStore {
         dbTime(now),
         ...snapshotParams(s),
         fp,
+        claimExpiry(input.leaseExpiresAt),
       ]);
       return done.length === 1;
     });
@@ -325,6 +350,7 @@ export class TaskStore {
       dbTime(now),
       dbTime(input.nextCancelAt),
       input.error,
+      claimExpiry(input.leaseExpiresAt),
     ]);
     return done.length === 1;
   }
@@ -439,6 +465,12 @@ export class TaskStore {
     await this.#db.close();
   }
 
+  /** A claim's lease expiry: `leaseSeconds` from the claim (the clock now, or the scan time if later). */
+  #leaseExpiry(scanNow: Date, leaseSeconds: number): Date {
+    const clockNow = this.#clock();
+    return addSeconds(clockNow > scanNow ? clockNow : scanNow, leaseSeconds);
+  }
+
   async #step(sql: string, params: unknown[]): Promise<boolean> {
     return (await this.#db.rows(sql, params)).length === 1;
   }
@@ -452,6 +484,26 @@ export class TaskStore {
 /** After this many failed deliveries the service dead-letters the notification (inventory §M 109). */
 export const MAX_NOTIFICATION_ATTEMPTS = MCP_TASK_MAX_NOTIFICATION_ATTEMPTS;
 
+/**
+ * The store's statements with every bound string passed through `storedText`: the one place U+0000 is replaced
+ * before a value reaches either database (JSON text is built clean by `dbJson`).
+ */
+function storingText(db: Db): Db {
+  const clean = (params: readonly unknown[] | undefined) => params?.map((v) => (typeof v === "string" ? storedText(v) : v));
+  const on = (q: Queryable): Queryable => ({ rows: (sql, params, name) => q.rows(sql, clean(params), name) });
+  return {
+    dialect: db.dialect,
+    rows: on(db).rows,
+    transaction: (fn) => db.transaction((tx) => fn(on(tx))),
+    close: () => db.close(),
+  };
+}
+
+/** A claim's lease expiry as a fence parameter; null when the writer did not name its claim. */
+function claimExpiry(leaseExpiresAt: Date | null | undefined): string | null {
+  return leaseExpiresAt ? dbTime(leaseExpiresAt) : null;
+}
+
 function addSeconds(date: Date, seconds: number): Date {
   return new Date(date.getTime() + seconds * 1000);
 }
@@ -460,8 +512,9 @@ function sortBy<T>(items: T[], key: (item: T) => Date | null): T[] {
   return items.sort((a, b) => (key(a)?.getTime() ?? 0) - (key(b)?.getTime() ?? 0) || String((a as { id?: string }).id).localeCompare(String((b as { id?: string }).id)));
 }
 
+/** The snapshot's stored fields, as the row will hold them (U+0000 replaced: see `storedText`). */
 function snapshotFields(s: TaskSnapshot) {
-  return {
+  return storedValue({
     status: s.status,
     result: s.result,
     result_preview: s.result_preview,
@@ -469,11 +522,12 @@ function snapshotFields(s: TaskSnapshot) {
     result_artifact: s.result_artifact,
     error: s.error,
     input_required: s.input_required,
-  };
+  });
 }
 
 /** A snapshot's columns as bound values, in the order the apply statements list them (status … input_required). */
-function snapshotParams(s: TaskSnapshot): unknown[] {
+function snapshotParams(snapshot: TaskSnapshot): unknown[] {
+  const s = snapshotFields(snapshot);
   return [s.status, dbJson(s.result), s.result_preview, s.result_truncated, dbJson(s.result_artifact), s.error, dbJson(s.input_required)];
 }
 
