@@ -34,6 +34,11 @@ describe("task model", () => {
     [{ serverName: "s".repeat(129) }, "server_name must not exceed 128 characters"],
     [{ taskName: "" }, "task_name must not be empty"],
     [{ taskName: "t".repeat(256) }, "task_name must not exceed 255 characters"],
+    // The widths of the task row's columns: PostgreSQL would refuse the row only after the remote submit ran.
+    [{ userId: "u".repeat(65) }, "user_id must not exceed 64 characters"],
+    [{ threadId: "t".repeat(65) }, "thread_id must not exceed 64 characters"],
+    [{ runId: "r".repeat(65) }, "run_id must not exceed 64 characters"],
+    [{ toolCallId: "c".repeat(129) }, "tool_call_id must not exceed 128 characters"],
   ])("submit request %p is rejected", (override, message) => {
     expect(() => new TaskSubmitRequest({ userId: "u", threadId: "t", serverName: "s", taskName: "t", arguments: {}, ...override })).toThrow(message);
   });

@@ -120,6 +120,13 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await h.service.listTasks("thread-1", "alice")).toEqual([]);
     });
 
+    test("a user id longer than the task row holds is refused before anything runs on the server", async () => {
+      const h = await setup();
+      await expect((async () => h.submit({ userId: "u".repeat(65) }))()).rejects.toThrow("user_id must not exceed 64 characters");
+      expect(h.driver.callsOf("submit")).toHaveLength(0);
+      expect(await h.service.listTasks("thread-1", "u".repeat(65))).toEqual([]);
+    });
+
     test("an oversized remote id or an out-of-bounds first snapshot is a protocol error, and the remote task is cancelled", async () => {
       const h = await setup();
       const longId = "r".repeat(256);

@@ -13,6 +13,7 @@ export const MCP_TASK_POLL_AFTER_MAX_SECONDS = 86_400;
 export const MCP_TASK_MAX_NOTIFICATION_ATTEMPTS = 5;
 /** Column widths of `mcp_tasks` that the model does not bound elsewhere. */
 export const MCP_TASK_ID_MAX_LENGTH = 64;
+export const MCP_TASK_TOOL_CALL_ID_MAX_LENGTH = 128;
 export const MCP_TASK_LEASE_OWNER_MAX_LENGTH = 128;
 /** A thread's task list as the HTTP API and the CLI page it: default and largest `limit`. */
 export const TASK_LIST_DEFAULT_LIMIT = 50;
@@ -158,6 +159,11 @@ export class TaskSubmitRequest {
   constructor(init: TaskSubmitRequestInit) {
     requireBoundedName("server_name", init.serverName, MCP_TASK_SERVER_NAME_MAX_LENGTH);
     requireBoundedName("task_name", init.taskName, MCP_TASK_NAME_MAX_LENGTH);
+    // The task row's column widths, checked before the remote submit runs (PostgreSQL would refuse the row only after).
+    requireFits("user_id", init.userId, MCP_TASK_ID_MAX_LENGTH);
+    requireFits("thread_id", init.threadId, MCP_TASK_ID_MAX_LENGTH);
+    requireFits("run_id", init.runId, MCP_TASK_ID_MAX_LENGTH);
+    requireFits("tool_call_id", init.toolCallId, MCP_TASK_TOOL_CALL_ID_MAX_LENGTH);
     this.userId = init.userId;
     this.threadId = init.threadId;
     this.runId = init.runId ?? null;
@@ -177,7 +183,11 @@ export class TaskSubmitRequest {
 
 function requireBoundedName(field: string, value: string, max: number): void {
   if (typeof value !== "string" || value.trim() === "") throw new RangeError(`${field} must not be empty`);
-  if (value.length > max) throw new RangeError(`${field} must not exceed ${max} characters`);
+  requireFits(field, value, max);
+}
+
+function requireFits(field: string, value: string | null | undefined, max: number): void {
+  if (typeof value === "string" && value.length > max) throw new RangeError(`${field} must not exceed ${max} characters`);
 }
 
 /** What a driver's submit returns. */
