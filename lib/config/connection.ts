@@ -1,3 +1,4 @@
+import { canonicalJson } from "../shared/canonical-json";
 import type { McpServerConfig } from "./schema";
 
 /**
@@ -24,13 +25,5 @@ const CONNECTION_KEYS = [
 
 /** Whether two configs of one server connect, authenticate and time out the same way. */
 export function sameConnection(a: McpServerConfig, b: McpServerConfig): boolean {
-  return CONNECTION_KEYS.every((key) => sortedJson(a[key]) === sortedJson(b[key]));
-}
-
-function sortedJson(value: unknown): string {
-  return JSON.stringify(value, (_key, inner: unknown) =>
-    inner !== null && typeof inner === "object" && !Array.isArray(inner)
-      ? Object.fromEntries(Object.entries(inner as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)))
-      : inner,
-  ) ?? "undefined";
+  return CONNECTION_KEYS.every((key) => canonicalJson(a[key]) === canonicalJson(b[key]));
 }

@@ -9,6 +9,7 @@
  * An unset variable (`env[name] === undefined`) is reported in `missing` and its reference is left in
  * place; the caller decides what to do (the loader skips the server, fail closed).
  */
+import { isPlainObject } from "../shared/plain-object";
 
 export interface EnvResolution {
   value: unknown;
@@ -93,10 +94,4 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string
     i = dollar + 1;
   }
   return out;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== "object") return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }

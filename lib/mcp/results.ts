@@ -160,9 +160,9 @@ function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact 
   }
   const notes: string[] = [];
   if (omitted.length > 0) notes.push(`${omitted.join(" and ")} left out: larger than the limit of ${max} characters; not kept`);
-  const changes = artifact.workspace_changes;
-  const listed = changes ? leadingThatFit(changes, max) : undefined;
-  if (changes && listed && listed.length < changes.length) {
+  const changes = artifact.workspace_changes ?? [];
+  const listed = leadingThatFit(changes, max);
+  if (listed.length < changes.length) {
     bounded.workspace_changes = listed;
     notes.push(
       `workspace_changes lists ${listed.length} of ${changes.length} changed files: the list is limited to ${max} characters of JSON`,

@@ -1,6 +1,7 @@
 import { BaseMessage } from "@langchain/core/messages";
 import { Command, isCommand, Overwrite, Send } from "@langchain/langgraph";
 import type { McpCallOutcome } from "../shared/interceptor";
+import { isPlainObject } from "../shared/plain-object";
 import type { Redactor } from "../shared/redact";
 
 /** Message fields that name or link a message rather than carry what it says: kept as they are. */
@@ -64,7 +65,7 @@ function scrubMessage(message: BaseMessage, redactor: Redactor): BaseMessage {
 }
 
 function scrubToolCalls(calls: readonly unknown[], redactor: Redactor): readonly unknown[] {
-  const scrubbed = calls.map((call) => (isRecord(call) ? scrubToolCall(call, redactor) : scrubValue(call, redactor)));
+  const scrubbed = calls.map((call) => (isPlainObject(call) ? scrubToolCall(call, redactor) : scrubValue(call, redactor)));
   return scrubbed.every((call, i) => call === calls[i]) ? calls : scrubbed;
 }
 
@@ -104,7 +105,7 @@ function scrubUpdate(update: Command["update"], redactor: Redactor): Command["up
     });
     return pairs.every(([, value], i) => value === update[i][1]) ? update : pairs;
   }
-  if (isRecord(update)) {
+  if (isPlainObject(update)) {
     const entries = Object.entries(update).map(([key, value]): [string, unknown] => [key, scrubValue(value, redactor)]);
     return entries.every(([key, value]) => value === update[key]) ? update : Object.fromEntries(entries);
   }
@@ -113,11 +114,4 @@ function scrubUpdate(update: Command["update"], redactor: Redactor): Command["up
 
 function isUpdatePair(item: unknown): item is [string, unknown] {
   return Array.isArray(item) && item.length === 2 && typeof item[0] === "string";
-}
-
-/** A plain object (an update's channels, a tool call); class instances are not. */
-function isRecord(value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
 }

@@ -1,3 +1,5 @@
+import { isPlainObject } from "./plain-object";
+
 export const REDACTED = "[redacted]";
 
 /** The shortest base64 run worth blanking: shorter ones carry a few bits of a secret and match ordinary text. */
@@ -73,7 +75,7 @@ export class Redactor {
       }
       return out ?? value;
     }
-    if (value !== null && typeof value === "object" && isPlain(value)) {
+    if (isPlainObject(value)) {
       const source = value as Record<string, unknown>;
       const keys = Object.keys(source);
       let out: Record<string, unknown> | undefined;
@@ -119,10 +121,6 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
   if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
 }
 
-function isPlain(value: object): boolean {
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
 
 /** String values of a record (the run's `context.secrets`), the ones that can be echoed. */
 export function recordSecrets(record: Readonly<Record<string, unknown>> | undefined): string[] {

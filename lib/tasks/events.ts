@@ -3,6 +3,7 @@
  * what bumps `event_version` and queues a notification.
  */
 import { createHash } from "node:crypto";
+import { canonicalJson } from "../shared/canonical-json";
 import { ATTENTION_TASK_STATUSES, type TaskStatus } from "./model";
 
 export const NotificationStatus = {
@@ -61,16 +62,6 @@ export function notificationEvent(row: EventSource, trackingDegradedAfterErrors:
     tracking_degraded: degraded,
     last_poll_error: degraded ? row.last_poll_error : null,
   };
-}
-
-/** JSON with object keys sorted at every depth, compact. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) => {
-    if (item === null || typeof item !== "object" || Array.isArray(item)) return item;
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(item).sort()) sorted[key] = (item as Record<string, unknown>)[key];
-    return sorted;
-  });
 }
 
 /** sha256 hex (64 characters) of the canonical JSON of the event. */

@@ -1,8 +1,8 @@
 /** Durable tasks (SPEC §6): the model, payload bounds, events and the store. */
 export * from "./model";
 export { cutCodePoints, encodeStrictJson, normalizeSnapshot, type PayloadBounds } from "./payload";
+export { canonicalJson } from "../shared/canonical-json";
 export {
-  canonicalJson,
   CLAIMABLE_NOTIFICATION_STATUSES,
   eventFingerprint,
   IN_FLIGHT_NOTIFICATION_STATUSES,

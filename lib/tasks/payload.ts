@@ -10,6 +10,7 @@ import {
   McpTaskProtocolError,
   TaskSnapshot,
 } from "./model";
+import { isPlainObject } from "../shared/plain-object";
 
 export interface PayloadBounds {
   /** `mcpTasks.max_result_bytes`. */
@@ -32,8 +33,7 @@ export function encodeStrictJson(value: unknown): string {
     seen.add(item);
     if (Array.isArray(item)) item.forEach(check);
     else {
-      const proto: unknown = Object.getPrototypeOf(item);
-      if (proto !== Object.prototype && proto !== null) throw new TypeError("it contains a non-plain object");
+      if (!isPlainObject(item)) throw new TypeError("it contains a non-plain object");
       for (const key of Object.keys(item)) check((item as Record<string, unknown>)[key]);
     }
     seen.delete(item);

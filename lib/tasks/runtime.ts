@@ -25,7 +25,7 @@ import { consoleLogger, type Logger } from "../shared/logger";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { toolkitTaskCaller, type TaskToolCaller } from "./caller";
 import { ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver } from "./drivers/ordinary";
-import { canonicalJson } from "./events";
+import { canonicalJson } from "../shared/canonical-json";
 import { McpTaskDriverRegistry } from "./model";
 import type { TaskNotifier } from "./notifier";
 import { McpTaskService, type TickReport } from "./service";

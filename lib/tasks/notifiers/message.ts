@@ -5,7 +5,7 @@
  * a redelivery can be recognised in the thread.
  */
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { canonicalJson } from "../events";
+import { canonicalJson } from "../../shared/canonical-json";
 import type { TaskDelivery } from "../notifier";
 import { frameUntrustedText, neutralizeUntrustedTags } from "../untrusted";
 

@@ -2,6 +2,7 @@
 import type { NotificationStatus } from "../events";
 import type { TaskStatus } from "../model";
 import type { Dialect, Row } from "./connection";
+import { isPlainObject } from "../../shared/plain-object";
 
 export interface TaskRecord {
   id: string;
@@ -125,16 +126,20 @@ export function storedText(value: string): string {
   return value.includes("\u0000") ? value.replace(/\u0000/g, "\uFFFD") : value;
 }
 
-/** `value` with U+0000 replaced in every string, object key included (plain objects and arrays; others as they are). */
+/**
+ * `value` with U+0000 replaced in every string, object key included (plain objects and arrays; others as they
+ * are). What holds none is returned as it is, not copied: every applied snapshot goes through here.
+ */
 export function storedValue<T>(value: T): T {
   if (typeof value === "string") return storedText(value) as T;
-  if (Array.isArray(value)) return value.map(storedValue) as T;
-  if (value === null || typeof value !== "object") return value;
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) out[storedText(key)] = storedValue(item);
-  return out as T;
+  if (Array.isArray(value)) {
+    const items = value.map(storedValue);
+    return (items.every((item, i) => item === value[i]) ? value : items) as T;
+  }
+  if (!isPlainObject(value)) return value;
+  const entries = Object.entries(value).map(([key, item]): [string, unknown] => [storedText(key), storedValue(item)]);
+  const unchanged = entries.every(([key, item]) => Object.hasOwn(value, key) && item === value[key]);
+  return (unchanged ? value : Object.fromEntries(entries)) as T;
 }
 
 /** JSON text of a value for a JSON column, U+0000 replaced inside its strings and keys (see `storedText`). */
