@@ -6,26 +6,16 @@
  *  - a claim release after the lease expired is discarded;
  *  - two claims of one row under the same owner: the older claim's late write is discarded.
  */
-import { afterAll, afterEach, describe, expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import { TaskSnapshot } from "../../lib/tasks";
-import { cancelled, completed, harness, Hold, working, type Harness } from "./scripted-driver";
+import { cancelled, completed, harnessPerTest, Hold, working } from "./scripted-driver";
 import { targets } from "./store/helpers";
 
 const NUL = "\u0000";
 const REPLACEMENT = "\uFFFD";
 
 describe.each(targets())("task lease fences on $name", (target) => {
-  const open: Harness[] = [];
-  afterEach(async () => {
-    for (const h of open.splice(0)) await h.close();
-  });
-  afterAll(() => target.cleanup());
-
-  async function setup(opts: Parameters<typeof harness>[1] = {}): Promise<Harness> {
-    const h = await harness(target, opts);
-    open.push(h);
-    return h;
-  }
+  const setup = harnessPerTest(target);
 
   describe("NUL characters in remote answers", () => {
     test("a failed answer with NUL in its error reaches failed, the character replaced", async () => {

@@ -2,6 +2,7 @@
  * A task driver for service tests: it implements our own `McpTaskDriver` interface with scripted answers,
  * records every call, and can hold a call open until the test answers it (or until it is aborted).
  */
+import { afterAll, afterEach } from "@jest/globals";
 import { McpTasksSettingsSchema, type McpTasksSettings } from "../../lib/config";
 import { RecordingLogger } from "../../lib/shared/logger";
 import {
@@ -201,5 +202,22 @@ export async function harness(
       await service.stop();
       for (const s of opened) await s.close().catch(() => undefined);
     },
+  };
+}
+
+/**
+ * `setup()` for one describe block over `target`: each call opens a harness on a fresh database, closed after its
+ * test; the target's databases are dropped after the block.
+ */
+export function harnessPerTest(target: Target): (opts?: Parameters<typeof harness>[1]) => Promise<Harness> {
+  const open: Harness[] = [];
+  afterEach(async () => {
+    for (const h of open.splice(0)) await h.close();
+  });
+  afterAll(() => target.cleanup());
+  return async (opts = {}) => {
+    const h = await harness(target, opts);
+    open.push(h);
+    return h;
   };
 }

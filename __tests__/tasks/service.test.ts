@@ -3,7 +3,7 @@
  * with a scripted driver of our own driver interface and the in-memory notifier. The clock is injected: remote
  * calls move it by `callSeconds`, so "from the completion time" is visible in the stored times.
  */
-import { afterAll, afterEach, describe, expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import {
   AmbiguousMcpTaskError,
   DuplicateMcpRemoteTaskError,
@@ -19,7 +19,7 @@ import {
   type CreateTaskInput,
   type TaskRecord,
 } from "../../lib/tasks";
-import { cancelled, completed, DRIVER, harness, Hold, ScriptedDriver, settings, working, type Harness } from "./scripted-driver";
+import { cancelled, completed, DRIVER, harnessPerTest, Hold, ScriptedDriver, settings, working, type Harness } from "./scripted-driver";
 import { openStore, T0, targets } from "./store/helpers";
 
 const seconds = (later: Date | null, earlier: Date) => (later === null ? null : (later.getTime() - earlier.getTime()) / 1000);
@@ -27,17 +27,7 @@ const inputRequired = (question: string, poll_after_seconds?: number) =>
   new TaskSnapshot({ status: "input_required", input_required: { question }, poll_after_seconds });
 
 describe.each(targets())("McpTaskService on $name", (target) => {
-  const open: Harness[] = [];
-  afterEach(async () => {
-    for (const h of open.splice(0)) await h.close();
-  });
-  afterAll(() => target.cleanup());
-
-  async function setup(opts: Parameters<typeof harness>[1] = {}): Promise<Harness> {
-    const h = await harness(target, opts);
-    open.push(h);
-    return h;
-  }
+  const setup = harnessPerTest(target);
 
   /** Moves the clock to the task's next poll and runs one tick. */
   async function tickAtNextPoll(h: Harness, taskId: string) {
