@@ -66,6 +66,52 @@ describe("WorkspaceScanner", () => {
     expect(changedFiles(first, await snap(scanner))).toEqual([target]);
   });
 
+  describe("a file rewritten in place in the same clock tick, with the same size (racy: modified just before the walk)", () => {
+    /** Rewrites `file` in place (same inode) and puts its modification time back to `at`, checking the stamp held. */
+    async function rewriteInTick(file: string, content: string, at: Date): Promise<void> {
+      const before = await stat(file, { bigint: true });
+      await writeFile(file, content);
+      await utimes(file, at, at);
+      const after = await stat(file, { bigint: true });
+      expect([after.ino, after.mtimeNs, after.size]).toEqual([before.ino, before.mtimeNs, before.size]);
+    }
+
+    test.each([
+      ["walked in place", (scanner: WorkspaceScanner) => scanner.snapshot()],
+      ["walked off the event loop", (scanner: WorkspaceScanner) => scanner.snapshotLarge()],
+    ])("is a change when its content moved, not when it was written again as it was: %s", async (_name, snap) => {
+      const root = await workspace();
+      const target = path.join(root, "docs", "b.txt");
+      const tick = new Date(Date.now() - 50);
+      await writeFile(target, "aaaa");
+      await utimes(target, tick, tick);
+      // The clock agrees with the file system: the file changed a moment before the walk.
+      const { scanner } = countingScanner(root, 0);
+      const first = await snap(scanner);
+      await rewriteInTick(target, "aaaa", tick);
+      const same = await snap(scanner);
+      expect(changedFiles(first, same)).toEqual([]);
+      await rewriteInTick(target, "bbbb", tick);
+      expect(changedFiles(first, await snap(scanner))).toEqual([target]);
+    });
+
+    test("is compared by content even when the walk after it no longer finds it racy (a call that took long)", async () => {
+      const root = await workspace();
+      const target = path.join(root, "a.txt");
+      const tick = new Date(Date.now() - 50);
+      await writeFile(target, "aaaa");
+      await utimes(target, tick, tick);
+      let ahead = 0;
+      const scanner = new WorkspaceScanner(root, { now: () => Date.now() + ahead });
+      const first = await scanner.snapshot();
+      ahead = SETTLED;
+      await rewriteInTick(target, "aaaa", tick);
+      expect(changedFiles(first, await scanner.snapshot())).toEqual([]);
+      await rewriteInTick(target, "cccc", tick);
+      expect(changedFiles(first, await scanner.snapshot())).toEqual([target]);
+    });
+  });
+
   test("a folder whose entries changed is read again, and only that folder", async () => {
     const root = await workspace();
     const { scanner, reads } = countingScanner(root, SETTLED);

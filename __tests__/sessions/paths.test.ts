@@ -148,6 +148,16 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(named.content).toBe(`see ${V}/workspace/notes/summary.txt`);
   });
 
+  test("a file the call before wrote, rewritten in place with the same size in the same clock tick, is listed", async () => {
+    // Each call's walk before it must find the file modified under SETTLED_LISTING_MS ago: a tick just passed.
+    const tick = Date.now() - 20;
+    const write = (content: string) => callThroughGraph(graph, "local_write_file", { path: "tick.txt", content, say: "ok", mtime_ms: tick }, run);
+    expect((await write("aaaa")).artifact).toEqual({ workspace_changes: [`${V}/workspace/tick.txt`] });
+    expect((await write("bbbb")).artifact).toEqual({ workspace_changes: [`${V}/workspace/tick.txt`] });
+    // Written again as it was: nothing to list.
+    expect((await write("bbbb")).artifact).toBeUndefined();
+  });
+
   test("a workspace too large to walk in place (300 files) is walked off the event loop, and its change is listed", async () => {
     const many = path.join(dataDir, "threads", "big", "user-data", "workspace", "many");
     await mkdir(many, { recursive: true });

@@ -1,5 +1,6 @@
-import { readdirSync, statSync, type BigIntStats, type Dirent } from "node:fs";
-import { readdir, stat } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
 
@@ -33,11 +34,70 @@ const SYNC_WALK_ENTRIES = 256;
 export type WorkspaceSnapshot = ReadonlyMap<string, string> | null;
 
 /**
+ * A file modified this recently when a snapshot stats it is "racy" (as Git calls it): timestamps come from a coarse
+ * clock, so a rewrite of the same size in the same tick would leave its stamp unchanged. Such a file's stamp also
+ * carries a digest of its content, up to these bounds (a larger or later one is judged by its stamp alone).
+ */
+export const RACY_DIGEST_MAX_BYTES = 1024 * 1024;
+const RACY_DIGEST_BUDGET_BYTES = 4 * 1024 * 1024;
+const DIGEST_MARK = "#";
+
+/**
  * What tells a file's versions apart: its modification time and size, and its inode, so a file replaced by a rename
  * (an atomic save) is a change even when its time and size came out the same (timestamps are coarse).
  */
 function stampOf(info: BigIntStats): string {
   return `${info.ino}:${info.mtimeNs}:${info.size}`;
+}
+
+/** Whether a racy file of this size still fits the snapshot's digest budget (which it then takes from). */
+class DigestBudget {
+  private left = RACY_DIGEST_BUDGET_BYTES;
+
+  constructor(private readonly racySinceMs: number) {}
+
+  take(info: BigIntStats): boolean {
+    const size = Number(info.size);
+    if (Number(info.mtimeMs) < this.racySinceMs || size > RACY_DIGEST_MAX_BYTES || size > this.left) return false;
+    this.left -= size;
+    return true;
+  }
+}
+
+function digestOf(content: Uint8Array): string {
+  return createHash("sha256").update(content).digest("base64");
+}
+
+/** The stamp, with the content's digest when the file is racy and can be read. */
+function stampWithDigest(file: string, info: BigIntStats, digests: DigestBudget): string {
+  const stamp = stampOf(info);
+  if (!digests.take(info)) return stamp;
+  try {
+    return `${stamp}${DIGEST_MARK}${digestOf(readFileSync(file))}`;
+  } catch {
+    return stamp;
+  }
+}
+
+async function stampWithDigestAsync(file: string, info: BigIntStats, digests: DigestBudget): Promise<string> {
+  const stamp = stampOf(info);
+  if (!digests.take(info)) return stamp;
+  try {
+    return `${stamp}${DIGEST_MARK}${digestOf(await readFile(file))}`;
+  } catch {
+    return stamp;
+  }
+}
+
+/** The file's content digest now, or undefined when it cannot be read or is too large to hash. */
+function digestNow(file: string): string | undefined {
+  try {
+    const info = statSync(file, { throwIfNoEntry: false });
+    if (!info || info.size > RACY_DIGEST_MAX_BYTES) return undefined;
+    return digestOf(readFileSync(file));
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -107,6 +167,7 @@ export class WorkspaceScanner {
   snapshotInPlace(): WorkspaceSnapshot | undefined {
     let files: Map<string, string> | undefined;
     const generation = ++this.generation;
+    let digests: DigestBudget | undefined;
     let reread = false;
     let budget = SYNC_WALK_ENTRIES;
     const pending = [this.root];
@@ -121,7 +182,9 @@ export class WorkspaceScanner {
       for (const file of listing.files) {
         try {
           const info = statSync(file, { bigint: true, throwIfNoEntry: false });
-          if (info) (files ??= new Map()).set(file, stampOf(info));
+          if (!info) continue;
+          digests ??= new DigestBudget(this.now() - SETTLED_LISTING_MS);
+          (files ??= new Map()).set(file, stampWithDigest(file, info, digests));
         } catch {
           // unreadable: not listed
         }
@@ -167,7 +230,7 @@ export class WorkspaceScanner {
 
   /** The walk through the thread pool, for a tree too large for `snapshotInPlace()`. */
   snapshotLarge(): Promise<WorkspaceSnapshot> {
-    return snapshotAsync(this.root);
+    return snapshotAsync(this.root, new DigestBudget(this.now() - SETTLED_LISTING_MS));
   }
 }
 
@@ -176,7 +239,7 @@ export async function snapshotWorkspace(root: string): Promise<WorkspaceSnapshot
   return new WorkspaceScanner(root).snapshot();
 }
 
-async function snapshotAsync(root: string): Promise<WorkspaceSnapshot> {
+async function snapshotAsync(root: string, digests: DigestBudget): Promise<WorkspaceSnapshot> {
   const files = new Map<string, string>();
   let budget = MAX_SNAPSHOT_ENTRIES;
   const walk = async (dir: string): Promise<boolean> => {
@@ -197,7 +260,7 @@ async function snapshotAsync(root: string): Promise<WorkspaceSnapshot> {
         } else if (entry.isFile()) {
           try {
             const info = await stat(full, { bigint: true });
-            files.set(full, stampOf(info));
+            files.set(full, await stampWithDigestAsync(full, info, digests));
           } catch {
             // removed meanwhile
           }
@@ -210,10 +273,26 @@ async function snapshotAsync(root: string): Promise<WorkspaceSnapshot> {
   return (await walk(root)) ? files : null;
 }
 
-/** Files created or modified between two snapshots (deleted ones are not listed), sorted. */
+/**
+ * Files created or modified between two snapshots (deleted ones are not listed), sorted. A file whose stamp did not
+ * move is a change only when it was racy in `before` and its content is not the same any more (read now when `after`
+ * no longer found it racy).
+ */
 export function changedFiles(before: WorkspaceSnapshot, after: WorkspaceSnapshot): string[] {
   if (before === null || after === null) return [];
   const changed: string[] = [];
-  for (const [file, state] of after) if (before.get(file) !== state) changed.push(file);
+  for (const [file, state] of after) {
+    const old = before.get(file);
+    if (old !== state && (old === undefined || contentMoved(file, old, state))) changed.push(file);
+  }
   return changed.sort();
+}
+
+function contentMoved(file: string, old: string, now: string): boolean {
+  const [oldStamp, oldDigest] = old.split(DIGEST_MARK);
+  const [stamp, digest] = now.split(DIGEST_MARK);
+  if (oldStamp !== stamp) return true;
+  // Same stamp: only a digest taken before can tell a same-tick rewrite (the file was not racy before, else).
+  if (oldDigest === undefined) return false;
+  return (digest ?? digestNow(file)) !== oldDigest;
 }
