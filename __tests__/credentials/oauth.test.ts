@@ -10,6 +10,7 @@ import {
   type McpOAuthConfig,
   type McpToolkit,
 } from "../../lib";
+import { EARLY_REFRESH_RETRY_MS } from "../../lib/credentials";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
@@ -85,6 +86,44 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     expect(requestsSince(start)).toHaveLength(1);
     clock.advance(50);
     await expect(manager.getAuthorizationHeader("srv", config)).rejects.toThrow("answered HTTP 500");
+  });
+
+  test("a hung early refresh does not hold calls: they go on with the token in hand, and its answer serves later", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 0 });
+    tokens.respond(({ n }) => ({ body: { access_token: `hung-${n}`, expires_in: 120 } }));
+    const config = oauthConfig({ refresh_skew_seconds: 60 });
+    const first = await manager.getAuthorizationHeader("srv", config);
+    const start = tokens.requests.length;
+    const held = tokens.hold();
+    clock.advance(70);
+    // The refresh is held at the endpoint: the call is answered with the token in hand, still valid for 50 s.
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe(first);
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe(first);
+    await held.received;
+    held.release();
+    // Expired now: the next call waits for the one refresh under way (or finds its token).
+    clock.advance(60);
+    const second = await manager.getAuthorizationHeader("srv", config);
+    expect(second).not.toBe(first);
+    expect(requestsSince(start)).toHaveLength(1);
+  });
+
+  test("after a failed early refresh, calls use the token in hand for EARLY_REFRESH_RETRY_MS before one asks again", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 60_000 });
+    tokens.respond(() => ({ body: { access_token: "in-hand", expires_in: 120 } }));
+    const config = oauthConfig({ refresh_skew_seconds: 60 });
+    await manager.getAuthorizationHeader("srv", config);
+    tokens.respond(() => ({ status: 503, body: "down" }));
+    const start = tokens.requests.length;
+    clock.advance(61);
+    for (let i = 0; i < 5; i += 1) expect(await manager.getAuthorizationHeader("srv", config)).toBe("Bearer in-hand");
+    expect(requestsSince(start)).toHaveLength(1);
+    clock.advance(EARLY_REFRESH_RETRY_MS / 1000);
+    tokens.respond(({ n }) => ({ body: { access_token: `back-${n}`, expires_in: 120 } }));
+    expect(await manager.getAuthorizationHeader("srv", config)).toMatch(/^Bearer back-\d+$/);
+    expect(requestsSince(start)).toHaveLength(2);
   });
 
   test("concurrent callers share one token request", async () => {

@@ -9,7 +9,14 @@ export {
   type HeaderMap,
 } from "../shared/headers";
 export { runSecrets, runUserId } from "../shared/identity";
-export { OAuthTokenManager, OAUTH_HEADER, DEFAULT_TOKEN_REQUEST_TIMEOUT_MS, type OAuthTokenManagerOptions } from "./oauth";
+export {
+  OAuthTokenManager,
+  OAUTH_HEADER,
+  DEFAULT_EARLY_REFRESH_WAIT_MS,
+  DEFAULT_TOKEN_REQUEST_TIMEOUT_MS,
+  EARLY_REFRESH_RETRY_MS,
+  type OAuthTokenManagerOptions,
+} from "./oauth";
 export { userAuthInterceptor } from "./user-auth";
 export { contextHeadersInterceptor } from "./context-headers";
 export { credentialLayers, ServerHeaders, StdioLayerWarnings, type CredentialLayers } from "./layers";

@@ -5,6 +5,10 @@ import { ownText } from "../shared/errors";
 
 export const OAUTH_HEADER = "Authorization";
 export const DEFAULT_TOKEN_REQUEST_TIMEOUT_MS = 15_000;
+/** How long a call waits for an early refresh while the token in hand is still valid; then it uses that token. */
+export const DEFAULT_EARLY_REFRESH_WAIT_MS = 1_000;
+/** After an early refresh failed, calls use the token in hand for this long before one asks again. */
+export const EARLY_REFRESH_RETRY_MS = 5_000;
 const DEFAULT_EXPIRES_IN_SECONDS = 3600;
 const MAX_TOKEN_RESPONSE_CHARS = 1_048_576;
 /** An OAuth `error` code (RFC 6749 §5.2) is safe to show; anything else in the body is not. */
@@ -15,6 +19,8 @@ export interface OAuthTokenManagerOptions {
   now?: () => number;
   fetch?: typeof fetch;
   requestTimeoutMs?: number;
+  /** See DEFAULT_EARLY_REFRESH_WAIT_MS. */
+  earlyRefreshWaitMs?: number;
 }
 
 interface CachedToken {
@@ -28,24 +34,30 @@ interface ServerTokenState {
   refreshToken: string | null;
   cached?: CachedToken;
   inflight?: Promise<CachedToken>;
+  /** When an early refresh (the token in hand still valid) last failed. */
+  earlyFailureAt?: number;
 }
 
 /**
  * OAuth access tokens for HTTP/SSE servers (SPEC §4.2): `client_credentials` and `refresh_token` grants,
- * cached until `expires_in − refresh_skew_seconds` (and used until expiry when that early refresh fails), one
- * token request for concurrent callers. State is kept
- * per server and survives config reloads while that server's `oauth` block is unchanged.
+ * cached until `expires_in − refresh_skew_seconds`, one token request for concurrent callers. An early refresh (the
+ * token in hand has not expired yet) never holds a call for long: past `earlyRefreshWaitMs` the call goes on with
+ * the token in hand while the request finishes; after a failed one, calls use that token for `EARLY_REFRESH_RETRY_MS`
+ * before one asks again. State is kept per server and survives config reloads while that server's `oauth` block is
+ * unchanged.
  */
 export class OAuthTokenManager {
   private readonly states = new Map<string, ServerTokenState>();
   private readonly now: () => number;
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
+  private readonly earlyWaitMs: number;
 
   constructor(options: OAuthTokenManagerOptions = {}) {
     this.now = options.now ?? Date.now;
     this.fetchImpl = options.fetch ?? fetch;
     this.timeoutMs = options.requestTimeoutMs ?? DEFAULT_TOKEN_REQUEST_TIMEOUT_MS;
+    this.earlyWaitMs = options.earlyRefreshWaitMs ?? DEFAULT_EARLY_REFRESH_WAIT_MS;
   }
 
   /**
@@ -55,18 +67,30 @@ export class OAuthTokenManager {
   async getAuthorizationHeader(serverName: string, config: McpOAuthConfig, signal?: AbortSignal): Promise<string> {
     const state = this.stateFor(serverName, config);
     const cached = state.cached;
-    if (cached && cached.expiresAt > this.now() + config.refresh_skew_seconds * 1000) return cached.header;
+    const now = this.now();
+    if (cached && cached.expiresAt > now + config.refresh_skew_seconds * 1000) return cached.header;
+    const early = cached !== undefined && cached.expiresAt > now;
+    if (early && state.earlyFailureAt !== undefined && now < state.earlyFailureAt + EARLY_REFRESH_RETRY_MS) return cached.header;
     if (!state.inflight) {
-      const inflight = this.fetchToken(serverName, state).finally(() => {
-        if (state.inflight === inflight) state.inflight = undefined;
+      const inflight = this.fetchToken(serverName, state).catch((err: unknown) => {
+        if (state.cached && state.cached.expiresAt > this.now()) state.earlyFailureAt = this.now();
+        throw err;
       });
       state.inflight = inflight;
+      // Forgotten once settled; the catch keeps this side chain from being an unhandled rejection (callers get it).
+      inflight
+        .finally(() => {
+          if (state.inflight === inflight) state.inflight = undefined;
+        })
+        .catch(() => undefined);
     }
     try {
-      return (await withDeadline(() => state.inflight!, null, signal)).header;
+      return (await withDeadline(() => state.inflight!, early ? this.earlyWaitMs : null, signal)).header;
     } catch (err) {
-      // An early refresh failed, but the token in hand has not expired yet: use it; the next call asks again.
-      if (err instanceof CredentialError && cached && cached.expiresAt > this.now()) return cached.header;
+      // The early refresh failed or is slow, but the token in hand has not expired yet: use it.
+      if ((err instanceof CredentialError || err instanceof DeadlineExceededError) && cached && cached.expiresAt > this.now()) {
+        return cached.header;
+      }
       throw err;
     }
   }
