@@ -26,6 +26,8 @@ const SECRETS = {
   url: "uK3y", // $VAR in the url's query
   local: 'l0c"al&', // $VAR in a stdio server's env
   arg: "aRg7", // $VAR in a stdio server's args
+  literalEnv: "l1t-T0k", // written as it is into a stdio server's env, under a credential name
+  literalArg: "l1t-Pw", // written as it is into a stdio server's args, after a credential flag
   user: "Zq7w", // user_auth value (4 characters)
   context: "c/x+1 z", // context.secrets
   unused: "unUs3d", // a context secret no header carries
@@ -119,8 +121,8 @@ beforeAll(async () => {
       local: {
         type: "stdio",
         command: local.command,
-        args: [...local.args, "--api-key=${ARG_KEY}"],
-        env: { ...local.env, LOCAL_KEY: "${LOCAL_KEY}", FIXTURE_LEAK_DESCRIBE_ENV: "LOCAL_KEY" },
+        args: [...local.args, "--api-key=${ARG_KEY}", "--db-password", SECRETS.literalArg],
+        env: { ...local.env, LOCAL_KEY: "${LOCAL_KEY}", GITHUB_TOKEN: SECRETS.literalEnv, FIXTURE_LEAK_DESCRIBE_ENV: "LOCAL_KEY" },
       },
       urlecho: { type: "http", url: `http://127.0.0.1:${(urlEcho.address() as AddressInfo).port}/mcp?key=\${URL_KEY}` },
     },
@@ -152,7 +154,7 @@ describe("a server echoing what it received", () => {
     ["stdio", "local_leak"],
   ])("%s: success and isError results come back scrubbed, text and artifact", async (_transport, name) => {
     for (const error of [false, true]) {
-      const message = await call(name, { error, env: ["LOCAL_KEY"] });
+      const message = await call(name, { error, env: ["LOCAL_KEY", "GITHUB_TOKEN"] });
       expect(message.status).toBe(error ? "error" : "success");
       expect(String(message.content)).toContain("[redacted]");
       if (!error) {
@@ -174,10 +176,11 @@ describe("a server echoing what it received", () => {
     expect(rawHeaderValues(last, "authorization")).toEqual([`Bearer ${SECRETS.oauth}`]);
     expect(last.url).toContain(`key=${SECRETS.url}`);
     // stdio: the whole echoed env value and argument were blanked, so the child had exactly those values.
-    const message = await call("local_leak", { env: ["LOCAL_KEY"] });
+    const message = await call("local_leak", { env: ["LOCAL_KEY", "GITHUB_TOKEN"] });
     const received = (message.artifact as { structuredContent: { received: { env: object; argv: string[] } } }).structuredContent.received;
-    expect(received.env).toEqual({ LOCAL_KEY: "[redacted]" });
+    expect(received.env).toEqual({ LOCAL_KEY: "[redacted]", GITHUB_TOKEN: "[redacted]" });
     expect(received.argv).toContain("--api-key=[redacted]");
+    expect(received.argv.slice(-2)).toEqual(["--db-password", "[redacted]"]);
   });
 
   test("progress messages in the custom stream are scrubbed", async () => {

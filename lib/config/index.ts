@@ -45,6 +45,7 @@ export {
   type ResolveConfigPathOptions,
 } from "./path";
 export { sameConnection } from "./connection";
+export { isSensitiveKey, launchCredentials } from "./sensitive";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
 export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
 export {

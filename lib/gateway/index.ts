@@ -21,7 +21,8 @@ export {
   type StdioLaunchServer,
 } from "./launch-policy";
 export { EXEC_FLAGS } from "./launcher-args";
-export { isSensitiveKey, MASK, maskServers } from "./masking";
+export { MASK, maskServers } from "./masking";
+export { isSensitiveKey } from "../config/sensitive";
 export { ConfigLockTimeoutError, type FileLockOptions } from "./file-lock";
 export type { WriteStep } from "./write";
 export {

@@ -1,5 +1,6 @@
 import { formatIssuePath } from "../config/errors";
 import { McpOAuthSchema } from "../config/schema";
+import { isSensitiveKey } from "../config/sensitive";
 
 /**
  * Masking of the config the HTTP API shows (SPEC §8.1, inventory §P 54–55), applied to the RAW file
@@ -19,26 +20,12 @@ import { McpOAuthSchema } from "../config/schema";
 
 export const MASK = "***";
 
-const SENSITIVE_KEY =
-  /(^|_)(api_key|api_keys|apikey|access_key|private_key|client_secret|secret|secrets|token|tokens|password|passwords|passwd|credential|credentials|authorization|bearer|cookie|passphrase|auth)(_|$)/;
 const OAUTH_SECRETS = ["client_secret", "refresh_token"] as const;
 /** The OAuth block's declared fields other than the two secrets name settings, not credentials (`token_url`, `token_field`, …). */
 const OAUTH_SETTINGS = new Set(Object.keys(McpOAuthSchema.shape).filter((key) => !(OAUTH_SECRETS as readonly string[]).includes(key)));
 /** Server fields whose every value is masked. */
 const VALUE_MAPS = ["env", "headers"] as const;
 
-/** `refreshToken` → `refresh_token`, `APIKey` → `api_key`, `x-api-key` → `x_api_key`. */
-export function normalizeConfigKey(key: string): string {
-  return key
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
-    .replace(/[^A-Za-z0-9]+/g, "_")
-    .toLowerCase();
-}
-
-export function isSensitiveKey(key: string): boolean {
-  return SENSITIVE_KEY.test(normalizeConfigKey(key));
-}
 
 /** A `"***"` that has nothing stored to stand for; `field` is the request's JSON path. */
 export class MaskedValueError extends Error {

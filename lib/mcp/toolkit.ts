@@ -4,6 +4,7 @@ import type { DynamicStructuredTool, ToolRuntime } from "@langchain/core/tools";
 import {
   ConfigFileNotFoundError,
   getConfigSignature,
+  launchCredentials,
   loadExtensionsConfig,
   resolveExtensionsConfigPath,
   sameConnection,
@@ -179,13 +180,15 @@ function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> 
 }
 
 /**
- * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values and the
- * OAuth client credentials. Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
+ * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values, credentials
+ * written into a stdio launch (`GITHUB_TOKEN` in `env`, `--api-key` in `args`) and the OAuth client credentials.
+ * Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
  */
 function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
   return Object.freeze([
     ...envSecrets,
     ...headerSecrets(server.headers),
+    ...(server.type === "stdio" ? launchCredentials(server.env, server.args) : []),
     ...[server.oauth?.client_secret, server.oauth?.refresh_token].filter((v): v is string => typeof v === "string" && v !== ""),
   ]);
 }

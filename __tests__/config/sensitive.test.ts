@@ -1,0 +1,56 @@
+/**
+ * Credentials written literally into a stdio launch become secrets of the server (redacted from everything it
+ * answers): env values under a credential name and the values of credential flags, but not settings about a
+ * credential, and not values too common to blank out of every result.
+ */
+import { describe, expect, test } from "@jest/globals";
+import { isSensitiveKey, launchCredentials } from "../../lib/config";
+
+describe("launchCredentials", () => {
+  test("env values whose name ends in a credential word; settings about a credential and common values are not", () => {
+    const env = {
+      GITHUB_TOKEN: "ghp_abc123",
+      OPENAI_API_KEY: "sk-x1y2",
+      AWS_SECRET_ACCESS_KEY: "wJalrXUt",
+      DB_PASSWORD: "hunter22",
+      githubPat: "pat-1234",
+      TOKEN_TTL: "3600",
+      AUTH_TYPE: "basic",
+      TOKEN_FILE: "/run/secrets/token",
+      ENABLE_TOKEN: "1",
+      USE_API_KEY: "true",
+      NODE_ENV: "production",
+      PATH: "/usr/bin",
+    };
+    expect(launchCredentials(env, [])).toEqual(["ghp_abc123", "sk-x1y2", "wJalrXUt", "hunter22", "pat-1234"]);
+  });
+
+  test("the value of a credential flag, joined by '=' or as the next argument", () => {
+    const args = [
+      "server.js",
+      "--api-key=K1abc",
+      "--token",
+      "T2abcd",
+      "-p",
+      "8080",
+      "--token-file",
+      "/run/token",
+      "--no-token",
+      "/data",
+      "--client-secret=",
+      "--password",
+      "--verbose",
+      "--auth-token=on",
+    ];
+    expect(launchCredentials({}, args)).toEqual(["K1abc", "T2abcd"]);
+  });
+
+  test("nothing without env or args", () => {
+    expect(launchCredentials(undefined, undefined)).toEqual([]);
+  });
+});
+
+test("isSensitiveKey (the config API's masking) matches any credential word in the name", () => {
+  expect(["refreshToken", "x-api-key", "AUTH_TYPE", "clientSecret"].map(isSensitiveKey)).toEqual([true, true, true, true]);
+  expect(["command", "timeout", "tokenizer"].map(isSensitiveKey)).toEqual([false, false, false]);
+});

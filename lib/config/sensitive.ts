@@ -1,0 +1,57 @@
+/**
+ * Which config names hold credentials: the masking of the config API (every key that looks sensitive) and the
+ * redaction of a stdio server's literal launch credentials (names that end in a credential word).
+ */
+
+const SENSITIVE_KEY =
+  /(^|_)(api_key|api_keys|apikey|access_key|private_key|client_secret|secret|secrets|token|tokens|password|passwords|passwd|credential|credentials|authorization|bearer|cookie|passphrase|auth)(_|$)/;
+
+/**
+ * A name whose value is the credential itself (`GITHUB_TOKEN`, `OPENAI_API_KEY`, `--db-password`), not a setting about
+ * one (`TOKEN_TTL`, `AUTH_TYPE`, `--token-file`, `--no-auth`).
+ */
+const CREDENTIAL_NAME =
+  /(^|_)(key|api_key|apikey|access_key|private_key|secret|secret_key|client_secret|token|access_token|refresh_token|pat|password|passwd|passphrase|credential|credentials|bearer|cookie)$/;
+
+/** Values too common to blank out of every result (`ENABLE_TOKEN=1`): never a credential. */
+const NOT_A_CREDENTIAL = /^(?:.{0,3}|true|false|yes|no|on|off|null|none|undefined)$/is;
+
+/** `refreshToken` → `refresh_token`, `APIKey` → `api_key`, `x-api-key` → `x_api_key`. */
+export function normalizeConfigKey(key: string): string {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/[^A-Za-z0-9]+/g, "_")
+    .toLowerCase();
+}
+
+export function isSensitiveKey(key: string): boolean {
+  return SENSITIVE_KEY.test(normalizeConfigKey(key));
+}
+
+function isCredentialName(name: string): boolean {
+  const normalized = normalizeConfigKey(name).replace(/^_+|_+$/g, "");
+  return !normalized.startsWith("no_") && CREDENTIAL_NAME.test(normalized);
+}
+
+const FLAG = /^--?([A-Za-z0-9][A-Za-z0-9_.-]*)(?:=([\s\S]*))?$/;
+
+/**
+ * Credentials written literally into a stdio server's launch (a `$VAR` value is a secret anyway): `env` values whose
+ * name ends in a credential word, and the values of such flags in `args` (`--api-key=X`, `--api-key X`).
+ */
+export function launchCredentials(env: Readonly<Record<string, string>> | undefined, args: readonly string[] | undefined): string[] {
+  const found: string[] = [];
+  const add = (value: string | undefined): void => {
+    if (value !== undefined && !NOT_A_CREDENTIAL.test(value)) found.push(value);
+  };
+  for (const [name, value] of Object.entries(env ?? {})) if (isCredentialName(name)) add(value);
+  const list = args ?? [];
+  for (let i = 0; i < list.length; i += 1) {
+    const flag = FLAG.exec(list[i]);
+    if (!flag || !isCredentialName(flag[1])) continue;
+    if (flag[2] !== undefined) add(flag[2]);
+    else if (i + 1 < list.length && !list[i + 1].startsWith("-")) add(list[++i]);
+  }
+  return found;
+}
