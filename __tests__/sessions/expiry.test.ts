@@ -4,7 +4,7 @@
  * works on a new session.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
+import { createMcpToolkit, McpServerSchema, RecordingLogger, ToolkitClosedError, type McpToolkit } from "../../lib";
 import { discoverServer } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -93,5 +93,76 @@ describe("a session the server forgot", () => {
     const tools = await toolkit.getTools();
     const message = await callThroughGraph(toolNodeGraph(tools), "remote_echo", { text: "reloaded" });
     expect(message.content).toBe("reloaded");
+  });
+});
+
+describe("a 404 that is no expired session", () => {
+  test("discovery against a URL that answers 404 to initialize asks once, not twice", async () => {
+    const server = McpServerSchema.parse({ type: "http", url: `${http.url.replace(/\/mcp$/, "")}/nope`, session_init_timeout: 5 });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const target = { serverName: "wrong", server, headers: async () => ({}), secrets: [] };
+    const asked = () => http.requests.filter((r) => r.path === "/nope" && r.rpcMethods?.includes("initialize")).length;
+    try {
+      await expect(discoverServer(target, pool)).rejects.toThrow();
+      expect(asked()).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe("closing never waits on the server for long, and leaves nothing open", () => {
+  test("a server that never answers the session's DELETE: close() gives it up and closes the client", async () => {
+    const silent = await startHttpFixture({ name: "silent", toolNames: ["echo"], hangOnDelete: true });
+    const server = McpServerSchema.parse({ type: "http", url: silent.url });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null, sessionDeleteTimeoutMs: 50 });
+    try {
+      const lease = await pool.acquire("silent", server, { headers: {}, initTimeoutMs: 5000 });
+      await lease.session.client.callTool({ name: "echo", arguments: { text: "x" } });
+      lease.release();
+      const sessionId = silent.activeSessionIds()[0];
+      await pool.close();
+      expect(silent.requests.some((r) => r.method === "DELETE" && r.sessionId === sessionId)).toBe(true);
+      expect(pool.live).toBe(0);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  test("a session already closing (idle) still counts as live, and close() waits for it", async () => {
+    const silent = await startHttpFixture({ name: "silent", toolNames: ["echo"], hangOnDelete: true });
+    const server = McpServerSchema.parse({ type: "http", url: silent.url });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: 1, sessionDeleteTimeoutMs: 200 });
+    try {
+      const lease = await pool.acquire("silent", server, { headers: {}, initTimeoutMs: 5000 });
+      const sessionId = silent.activeSessionIds()[0];
+      lease.release();
+      await silent.waitForRequest((r) => r.method === "DELETE" && r.sessionId === sessionId);
+      expect(pool.size()).toBe(0);
+      expect(pool.live).toBe(1);
+      await pool.close();
+      expect(pool.live).toBe(0);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  test("toolkit.close() during a load resolves only after the sessions that load opened are closed", async () => {
+    let open!: () => void;
+    const gated = await startHttpFixture({ name: "gated", toolNames: ["echo"], initGate: new Promise<void>((resolve) => (open = resolve)) });
+    const configPath = await writeConfig(await makeTempDir("mcp-close-loading-"), { mcpServers: { gated: { type: "http", url: gated.url } } });
+    const closing = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const loading = closing.getTools().catch((err: unknown) => err);
+      await gated.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
+      const closed = closing.close();
+      open();
+      await closed;
+      expect(await loading).toBeInstanceOf(ToolkitClosedError);
+      expect(gated.activeSessionIds()).toEqual([]);
+      expect(gated.openStreams()).toEqual([]);
+    } finally {
+      await gated.close();
+    }
   });
 });

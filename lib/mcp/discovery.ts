@@ -85,12 +85,16 @@ export async function discoverServer(
   const listed = await withDeadline(async (signal) => {
     const headers = await target.headers(signal);
     sent.headers = headers;
+    let expired = false;
     const listOnce = async () => {
       const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
       try {
         return await listAllTools(lease.session.client, signal);
       } catch (err) {
-        if (isExpiredSession(err)) pool.invalidate(lease.session);
+        if (isExpiredSession(err)) {
+          pool.invalidate(lease.session);
+          expired = true;
+        }
         throw err;
       } finally {
         lease.release();
@@ -99,8 +103,9 @@ export async function discoverServer(
     try {
       return await listOnce();
     } catch (err) {
-      // Listing is idempotent: a session the server forgot (HTTP 404) is re-initialized once, under the same bound.
-      if (!isExpiredSession(err)) throw err;
+      // Listing is idempotent: a session the server forgot (HTTP 404 on its id) is re-initialized once, under the
+      // same bound. A 404 to `initialize` itself (a wrong URL) is no expired session: it is not asked again.
+      if (!expired) throw err;
       return await listOnce();
     }
   }, timeoutMs);

@@ -327,6 +327,11 @@ export class McpToolkit {
         this.oauth.retain(generation.servers.keys());
         return generation;
       }
+      if (this.closed) {
+        // close() waits for this load: the sessions its discovery opened are closed before close() resolves.
+        await generation.pool.close();
+        throw new ToolkitClosedError();
+      }
       this.retirePool(generation.pool);
       if (attempt >= MAX_LOAD_ATTEMPTS) {
         throw new Error(`MCP config kept changing while tools were loading (${MAX_LOAD_ATTEMPTS} attempts); try again`);

@@ -104,12 +104,15 @@ export interface SessionPoolOptions {
    * where the config says (or in the host's cwd).
    */
   dataDir?: string;
+  /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
+  sessionDeleteTimeoutMs?: number;
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
 export const DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER = 64;
 export const DEFAULT_MAX_STDIO_SESSIONS = 256;
 const SESSION_SECRETS_LIMIT = 256;
+export const DEFAULT_SESSION_DELETE_TIMEOUT_MS = 2_000;
 
 export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
 
@@ -140,7 +143,10 @@ export class SessionPool {
   private stdioCount = 0;
   /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
   private readonly draining = new Set<Entry>();
+  /** Sessions being closed: `close()` waits for them, so nothing a pool opened outlives it. */
+  private readonly closings = new Set<Promise<void>>();
   private readonly stdioMaxMessageBytes: number | undefined;
+  private readonly deleteTimeoutMs: number;
   private retired = false;
 
   constructor(
@@ -153,15 +159,16 @@ export class SessionPool {
     this.maxStdioSessions = options.maxStdioSessions ?? DEFAULT_MAX_STDIO_SESSIONS;
     this.dataDir = options.dataDir;
     this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
+    this.deleteTimeoutMs = options.sessionDeleteTimeoutMs ?? DEFAULT_SESSION_DELETE_TIMEOUT_MS;
   }
 
   get isRetired(): boolean {
     return this.retired;
   }
 
-  /** Sessions (and creations) this pool still holds, those draining after their calls included. */
+  /** Sessions (and creations) this pool still holds, those draining after their calls and those closing included. */
   get live(): number {
-    return this.entries.size + this.draining.size;
+    return this.entries.size + this.draining.size + this.closings.size;
   }
 
   async acquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): Promise<SessionLease> {
@@ -415,11 +422,17 @@ export class SessionPool {
   async close(): Promise<void> {
     this.retired = true;
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
+    await Promise.all([...this.closings]);
   }
 
   /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */
   private closeEntry(entry: Entry, reason: unknown = new Error("MCP session closed while connecting")): Promise<void> {
-    entry.closed ??= this.closeOnce(entry, reason);
+    if (!entry.closed) {
+      const closed = this.closeOnce(entry, reason);
+      entry.closed = closed;
+      this.closings.add(closed);
+      void closed.finally(() => this.closings.delete(closed)).catch(() => undefined);
+    }
     return entry.closed;
   }
 
@@ -434,7 +447,8 @@ export class SessionPool {
     const transport = session.client.transport;
     try {
       if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
-        await transport.terminateSession().catch(() => undefined);
+        // A server that never answers the DELETE must not hold close(): closing the client aborts the request.
+        await withDeadline(() => transport.terminateSession(), this.deleteTimeoutMs).catch(() => undefined);
       }
       await session.client.close();
     } catch (err) {
