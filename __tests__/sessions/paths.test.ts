@@ -27,7 +27,14 @@ beforeAll(async () => {
   await mkdir(path.join(workspace, "dir"), { recursive: true });
   await mkdir(path.join(workspace, "a"), { recursive: true });
   await mkdir(path.join(workspace, "b"), { recursive: true });
-  for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt"]) await writeFile(path.join(workspace, file), "x");
+  for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt", "cost$$.txt", "a$&b.txt", "2024.csv"]) {
+    await writeFile(path.join(workspace, file), "x");
+  }
+  // A link out of the workspace, with a report.txt next to its target: `out/../report.txt` is that file.
+  await mkdir(path.join(root, "elsewhere", "deep"), { recursive: true });
+  await writeFile(path.join(root, "elsewhere", "report.txt"), "not ours");
+  await symlink(path.join(root, "elsewhere", "deep"), path.join(workspace, "out"));
+  await symlink(path.join(workspace, "sub"), path.join(workspace, "in"));
   await writeFile(path.join(userData, "outputs.txt"), "x");
   await writeFile(outside, "secret");
   await symlink(outside, path.join(workspace, "escape.txt"));
@@ -54,6 +61,7 @@ describe("path translation", () => {
     ["a dir/relative path with trailing punctuation kept", () => "(sub/data.csv), then", `(${V}/workspace/sub/data.csv), then`],
     ["a ../ path to user-data outside the workspace", () => "read ../outputs.txt!", `read ${V}/outputs.txt!`],
     ["a symlink inside that points inside", () => `link ${workspace}/alias.txt`, `link ${V}/workspace/report.txt`],
+    ["'..' after a link, read after the link is followed", () => "see in/../report.txt", `see ${V}/workspace/report.txt`],
   ])("rewritten: %s", async (_name, input, expected) => {
     expect(await text(input())).toBe(expected);
   });
@@ -65,6 +73,11 @@ describe("path translation", () => {
     ["a missing file", () => `gone ${workspace}/nope.txt`],
     ["a remote URL", () => "fetch https://example.com/workspace/report.txt"],
     ["a path into another thread", () => `other ${path.join(root, "threads", "u", "user-data", "x.txt")}`],
+    ["a URL whose host and path spell a workspace file", () => `fetch https:/${workspace}/report.txt`],
+    ["a file: URI with one slash (not ours to shorten)", () => `open file:${workspace}/report.txt`],
+    ["a network path", () => `share /${workspace}/report.txt`],
+    ["'..' after a link out of the workspace (the file system reads the folder above its target)", () => "cat out/../report.txt"],
+    ["a relative path inside a longer word (Unicode letters are word characters)", () => "see ésub/data.csv"],
   ])("left unchanged: %s", async (_name, input) => {
     expect(await text(input())).toBe(input());
   });
@@ -75,6 +88,13 @@ describe("path translation", () => {
     );
     expect(await text("wrote x.txt", ["a/x.txt", "b/x.txt"])).toBe("wrote x.txt");
     expect(await text("wrote report.txt", [])).toBe("wrote report.txt");
+    expect(await text("wrote été2024.csv and 2024.csv", ["2024.csv"])).toBe(`wrote été2024.csv and ${V}/workspace/2024.csv`);
+  });
+
+  test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {
+    expect(await text("wrote cost$$.txt", ["cost$$.txt"])).toBe(`wrote ${V}/workspace/cost$$.txt`);
+    expect(await text("wrote a$&b.txt", ["a$&b.txt"])).toBe(`wrote ${V}/workspace/a$&b.txt`);
+    expect(await text(`saved ${workspace}/cost$$.txt`)).toBe(`saved ${V}/workspace/cost$$.txt`);
   });
 
   test("resource links are rewritten the same way; other schemes are left alone", async () => {
@@ -89,9 +109,20 @@ describe("path translation", () => {
     expect(uris).toEqual([`${V}/workspace/report.txt`, result.content[1] && (result.content[1] as { uri: string }).uri, "https://example.com/report.txt"]);
   });
 
+  // No timer here: a quadratic scan of these takes minutes, a linear one milliseconds.
   test("a 12 MiB text is scanned in linear time", async () => {
     const big = "0123456789".repeat(1_200_000);
     expect(await text(`${big} ./sub/data.csv`)).toBe(`${big} ${V}/workspace/sub/data.csv`);
+  });
+
+  test("8 MiB of short words without a slash, then one path, is scanned in linear time", async () => {
+    const words = "a ".repeat(4_000_000);
+    expect(await text(`${words}./sub/data.csv`)).toBe(`${words}${V}/workspace/sub/data.csv`);
+  });
+
+  test("8 MiB of long words each ending in a slash is scanned in linear time", async () => {
+    const words = `${"a".repeat(4094)}/ `.repeat(2000);
+    expect(await text(`${words}./sub/data.csv`)).toBe(`${words}${V}/workspace/sub/data.csv`);
   });
 });
 

@@ -19,8 +19,17 @@ export interface PathContext {
   readonly scrub: (text: string) => string;
 }
 
-/** Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). */
-const PATH_PATTERN = /(?:file:\/\/)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|[\w.-]+\/)[^\s'"<>|*?]+/g;
+/** A character of a word (Unicode letters, digits and marks, as Python's `\w`), in a `u` regexp. */
+const WORD = String.raw`\p{L}\p{N}\p{M}_`;
+/**
+ * Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). A
+ * `dir/…` reference starts where its run of name characters starts: within a run the pattern would be tried from
+ * every position (quadratic in a long word), and `é/x` would match as `/x`.
+ */
+const PATH_PATTERN = new RegExp(
+  String.raw`(?:file:\/\/)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
+  "gu",
+);
 /**
  * A reference never spans a separator, so text is cut into separator-free tokens first, by a plain loop, and only
  * a token that holds a `/` and is no longer than a path can be is searched: the pattern alone backtracks
@@ -35,16 +44,21 @@ function isSeparator(code: number): boolean {
   return code < 128 ? ASCII_SEPARATORS[code] === 1 : /\s/.test(String.fromCharCode(code));
 }
 
-/** Calls `visit(start, end)` for each maximal run of non-separator characters. */
-function forEachToken(text: string, visit: (start: number, end: number) => void): void {
+const SLASH = 0x2f;
+
+/** Calls `visit(start, end)` for each maximal run of non-separator characters that holds a `/` and may be a path. */
+function forEachPathToken(text: string, visit: (start: number, end: number) => void): void {
   let start = -1;
+  let slash = false;
   for (let i = 0; i <= text.length; i += 1) {
-    const separator = i === text.length || isSeparator(text.charCodeAt(i));
-    if (separator) {
-      if (start >= 0) visit(start, i);
+    const code = i === text.length ? -1 : text.charCodeAt(i);
+    if (code === -1 || isSeparator(code)) {
+      if (start >= 0 && slash && i - start <= MAX_TOKEN_CHARS) visit(start, i);
       start = -1;
-    } else if (start < 0) {
-      start = i;
+      slash = false;
+    } else {
+      if (start < 0) start = i;
+      if (code === SLASH) slash = true;
     }
   }
 }
@@ -106,27 +120,19 @@ function resultReferences(items: readonly Content[]): Set<string> {
   return references;
 }
 
-function pathTokens(text: string): string[] {
-  const tokens: string[] = [];
-  forEachToken(text, (start, end) => {
-    if (isPathToken(text, start, end)) tokens.push(text.slice(start, end));
-  });
-  return tokens;
-}
-
-function isPathToken(text: string, start: number, end: number): boolean {
-  if (end - start > MAX_TOKEN_CHARS) return false;
-  const slash = text.indexOf("/", start);
-  return slash !== -1 && slash < end;
+/** Each reference in a path token, without trailing punctuation, with its offset in the token. */
+function forEachMatch(token: string, visit: (reference: string, at: number) => void): void {
+  for (const match of token.matchAll(PATH_PATTERN)) {
+    const at = match.index!;
+    // After a scheme (`https://host/…`, `file:/…`): part of a URL, not a path of its own.
+    if (at > 0 && token[at - 1] === ":") continue;
+    const reference = match[0].replace(TRAILING, "");
+    if (reference !== "") visit(reference, at);
+  }
 }
 
 function collectReferences(text: string, into: Set<string>): void {
-  for (const token of pathTokens(text)) {
-    for (const match of token.matchAll(PATH_PATTERN)) {
-      const reference = match[0].replace(TRAILING, "");
-      if (reference !== "") into.add(reference);
-    }
-  }
+  forEachPathToken(text, (start, end) => forEachMatch(text.slice(start, end), (reference) => into.add(reference)));
 }
 
 /** The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path), else `null`. */
@@ -138,10 +144,11 @@ async function toVirtualPath(reference: string, cwd: string, root: string): Prom
     } catch {
       return null;
     }
-  } else if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(reference)) {
-    return null; // another scheme: remote, not ours
+  } else if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(reference) || reference.startsWith("//")) {
+    return null; // another scheme, or a network path: remote, not ours
   } else {
-    local = nodePath.resolve(cwd, reference);
+    // Not normalized: `link/..` is the folder above the link's target, as the file system (realpath) reads it.
+    local = nodePath.isAbsolute(reference) ? reference : `${cwd}${nodePath.sep}${reference}`;
   }
   try {
     const resolved = await realpath(local);
@@ -177,33 +184,26 @@ async function uniqueChangedNames(
 }
 
 function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: ReadonlyMap<string, string>): string {
-  let out =
-    virtual.size === 0
-      ? text
-      : rewriteTokens(text, (token) =>
-          token.replace(PATH_PATTERN, (match) => {
-            const trailing = TRAILING.exec(match)?.[0] ?? "";
-            const reference = match.slice(0, match.length - trailing.length);
-            const mapped = virtual.get(reference);
-            return mapped === undefined ? match : `${mapped}${trailing}`;
-          }),
-        );
+  let out = virtual.size === 0 ? text : rewriteReferences(text, virtual);
   for (const [name, mapped] of bareNames) {
     // Not inside a longer name, not a directory segment.
-    const pattern = new RegExp(`(?<![\\w./-])${escapeRegExp(name)}(?!(?:[\\w/-]|\\.\\w))`, "g");
-    out = out.replace(pattern, mapped);
+    const pattern = new RegExp(`(?<![${WORD}./-])${escapeRegExp(name)}(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu");
+    out = out.replace(pattern, () => mapped);
   }
   return out;
 }
 
-/** `text` with each path token replaced by `rewrite(token)`; the rest copied by slices. */
-function rewriteTokens(text: string, rewrite: (token: string) => string): string {
+/** `text` with each reference found in `virtual` replaced by its virtual path; the rest copied by slices. */
+function rewriteReferences(text: string, virtual: ReadonlyMap<string, string>): string {
   const parts: string[] = [];
   let copied = 0;
-  forEachToken(text, (start, end) => {
-    if (!isPathToken(text, start, end)) return;
-    parts.push(text.slice(copied, start), rewrite(text.slice(start, end)));
-    copied = end;
+  forEachPathToken(text, (start, end) => {
+    forEachMatch(text.slice(start, end), (reference, at) => {
+      const mapped = virtual.get(reference);
+      if (mapped === undefined) return;
+      parts.push(text.slice(copied, start + at), mapped);
+      copied = start + at + reference.length;
+    });
   });
   if (copied === 0) return text;
   parts.push(text.slice(copied));
