@@ -110,6 +110,20 @@ describe("one child per (server, user, thread)", () => {
     expect(await pid(scope("org:alice", "t"))).toBe(first);
   });
 
+  test("numeric ids in the run's context are ids (as their decimal text), not the default scope", async () => {
+    const one = await pid({ context: { user_id: 7, thread_id: 1 } });
+    const two = await pid({ context: { user_id: 7, thread_id: 2 } });
+    expect(new Set([one, two, await pid({})]).size).toBe(3);
+    expect(await pid(scope("7", "1"))).toBe(one);
+  });
+
+  test("ids holding a lone surrogate get a child of their own, and a folder no other id shares", async () => {
+    const lone = await pid({ context: { user_id: "u", thread_id: "t\uD800" } });
+    expect(await pid({ context: { user_id: "u", thread_id: "t\uD800" } })).toBe(lone);
+    expect(await pid({ context: { user_id: "u", thread_id: "t\uFFFD" } })).not.toBe(lone);
+    expect(new Set(["t\uD800", "t\uDC00", "t\uFFFD", "\uD800\u0080", "\u0000\u0600\u0000"].map(threadFolderName)).size).toBe(5);
+  });
+
   test("context.thread_id comes before configurable.thread_id", async () => {
     const byContext = await pid({ context: { user_id: "carol", thread_id: "ctx-thread" }, configurable: { thread_id: "cfg-thread" } });
     expect(await pid(scope("carol", "ctx-thread"))).toBe(byContext);

@@ -5,14 +5,14 @@ import { runThreadId, runUserId } from "../shared/identity";
 export interface SessionScope {
   readonly userId: string;
   readonly threadId: string;
-  /** `"<userId>:<threadId>"`, each part URI-encoded so that no two scopes share a key (ids may hold ':'). */
+  /** `["<userId>","<threadId>"]` as JSON: no two scopes share a key (ids may hold ':' or lone surrogates). */
   readonly key: string;
 }
 
 export const DEFAULT_SCOPE_ID = "default";
 
 export function sessionScope(userId: string, threadId: string): SessionScope {
-  return { userId, threadId, key: `${encodeURIComponent(userId)}:${encodeURIComponent(threadId)}` };
+  return { userId, threadId, key: JSON.stringify([userId, threadId]) };
 }
 
 /**

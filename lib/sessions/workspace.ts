@@ -13,12 +13,20 @@ const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**
  * A thread id as a folder name. Ids of `[A-Za-z0-9_-]{1,128}` are used as they are; anything else (`../x`, `a/b`,
- * `.`, non-ASCII, too long) becomes `~` + its sha256, a name no safe id can take and no id can steer.
+ * `.`, non-ASCII, too long) becomes `~` + its sha256, a name no safe id can take and no id can steer. The hash reads
+ * the id's UTF-8, or its UTF-16 code units when it holds a lone surrogate (which UTF-8 would turn into U+FFFD, so
+ * `t\uD800` and `t\uFFFD` would share a folder).
  */
 export function threadFolderName(threadId: string): string {
   if (SAFE_THREAD_ID.test(threadId)) return threadId;
-  return `~${createHash("sha256").update(threadId, "utf8").digest("hex")}`;
+  const hash = createHash("sha256");
+  // 0xFF first: a byte no UTF-8 text holds, so these bytes never equal another id's UTF-8.
+  if (LONE_SURROGATE.test(threadId)) hash.update(Buffer.from([0xff])).update(Buffer.from(threadId, "utf16le"));
+  else hash.update(threadId, "utf8");
+  return `~${hash.digest("hex")}`;
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 export interface ThreadPaths {
   /** `<data dir>/threads/<thread>/user-data`: what `/mnt/user-data` stands for. */

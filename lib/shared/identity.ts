@@ -4,8 +4,14 @@ interface RuntimeWithServerInfo {
   serverInfo?: { user?: { identity?: unknown } };
 }
 
-function nonEmpty(value: unknown): value is string {
-  return typeof value === "string" && value !== "";
+/**
+ * An id as the run gave it: a non-empty string, or a number (a finite one) or bigint as its decimal text, so that
+ * `thread_id: 1` and `thread_id: 2` stay two threads instead of both falling back to the default scope.
+ */
+function idOf(value: unknown): string | undefined {
+  if (typeof value === "string") return value === "" ? undefined : value;
+  if ((typeof value === "number" && Number.isFinite(value)) || typeof value === "bigint") return String(value);
+  return undefined;
 }
 
 function contextRecord(runtime: ToolRuntime | undefined): Record<string, unknown> | undefined {
@@ -20,21 +26,17 @@ function contextRecord(runtime: ToolRuntime | undefined): Record<string, unknown
  */
 export function runUserId(runtime: ToolRuntime | undefined): string | undefined {
   if (!runtime) return undefined;
-  const serverUser = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
-  if (nonEmpty(serverUser)) return serverUser;
-  const authUser = runtime.configurable?.langgraph_auth_user_id;
-  if (nonEmpty(authUser)) return authUser;
-  const contextUser = contextRecord(runtime)?.user_id;
-  return nonEmpty(contextUser) ? contextUser : undefined;
+  return (
+    idOf((runtime as RuntimeWithServerInfo).serverInfo?.user?.identity) ??
+    idOf(runtime.configurable?.langgraph_auth_user_id) ??
+    idOf(contextRecord(runtime)?.user_id)
+  );
 }
 
 /** The thread a run belongs to (SPEC §5.1): `context.thread_id`, then `configurable.thread_id`; `undefined` when neither is set. */
 export function runThreadId(runtime: ToolRuntime | undefined): string | undefined {
   if (!runtime) return undefined;
-  const contextThread = contextRecord(runtime)?.thread_id;
-  if (nonEmpty(contextThread)) return contextThread;
-  const configured = runtime.configurable?.thread_id;
-  return nonEmpty(configured) ? configured : undefined;
+  return idOf(contextRecord(runtime)?.thread_id) ?? idOf(runtime.configurable?.thread_id);
 }
 
 /** The run's per-request secrets: `runtime.context.secrets`, when it is an object. */
