@@ -45,6 +45,28 @@ describe("LineSplitter", () => {
     expect(pieces.at(-1)).toBe(`short ${REDACTED}`);
   });
 
+  test("a secret holding line breaks (a PEM key) written at once is blanked whole, not line by line", () => {
+    const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\n-----END PRIVATE KEY-----";
+    const multi = Redactor.of([pem]);
+    const splitter = new LineSplitter(64 * 1024, (text) => multi.text(text));
+    expect([...splitter.push(Buffer.from(`before\nkey: ${pem}\r\nafter\n`)), ...splitter.flush()]).toEqual([
+      "before",
+      `key: ${REDACTED}`,
+      "after",
+    ]);
+  });
+
+  test("a secret's base64 wrapped over lines (MIME, PEM) is blanked across the breaks", () => {
+    const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    const wrapped = Buffer.from(`user:${secret}`).toString("base64").replace(/.{20}/g, "$&\n");
+    const one = Redactor.of([secret]);
+    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    const lines = [...splitter.push(Buffer.from(`auth ${wrapped}\n`)), ...splitter.flush()];
+    expect(lines.join("\n")).toBe(one.text(`auth ${wrapped}`));
+    expect(lines.join("")).toContain(REDACTED);
+    expect(Buffer.from(lines.join("").replace(/^auth /, "").replace(REDACTED, ""), "base64").toString("latin1")).not.toContain("A1b2");
+  });
+
   test("lines and the rest at the end come back scrubbed, split on CRLF and LF, UTF-8 kept across chunks", () => {
     const bytes = Buffer.from(`a ${SECRET}\r\nü ${SECRET}`);
     const splitter = new LineSplitter(64, scrub);

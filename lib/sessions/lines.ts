@@ -10,9 +10,11 @@ import { REDACTED } from "../shared/redact";
 export const CUT_KEEP_CHARS = 4096;
 
 /**
- * Splits a byte stream into whole lines (UTF-8 safe across chunks), each scrubbed with `redact`, which must
- * replace each secret with REDACTED (as `Redactor.text` does). A line that grows past `maxPending` without a
- * newline is given in pieces, cut where no secret lies across the cut.
+ * Splits a byte stream into whole lines (UTF-8 safe across chunks), scrubbed with `redact`, which must replace each
+ * secret with REDACTED (as `Redactor.text` does). The lines a chunk completes are scrubbed together, before they are
+ * split, so a secret holding a line break (a PEM key, line-wrapped base64) is blanked whole when it arrives within
+ * one chunk (one write of the child, up to a pipe's 64 KiB). A line that grows past `maxPending` without a newline
+ * is given in pieces, cut where no secret lies across the cut.
  */
 export class LineSplitter {
   private readonly decoder = new StringDecoder("utf8");
@@ -28,9 +30,17 @@ export class LineSplitter {
   }
 
   push(chunk: Buffer): string[] {
-    const parts = (this.pending + this.decoder.write(chunk)).split(/\r?\n/);
-    this.pending = parts.pop() ?? "";
-    const lines = parts.map((line) => this.redact(line));
+    const decoded = this.decoder.write(chunk);
+    // Only the new text is searched: a long line arriving in small chunks is not scanned again for each.
+    const newline = decoded.lastIndexOf("\n");
+    if (newline < 0) {
+      this.pending += decoded;
+      return this.pending.length > this.maxPending ? [this.cut()] : [];
+    }
+    let block = this.pending + decoded.slice(0, newline);
+    if (block.endsWith("\r")) block = block.slice(0, -1);
+    this.pending = decoded.slice(newline + 1);
+    const lines = this.redact(block).split(/\r?\n/);
     if (this.pending.length > this.maxPending) lines.push(this.cut());
     return lines;
   }
