@@ -165,6 +165,24 @@ describe("StdioLineBuffer", () => {
     expect(discarded).toEqual([{ bytes: Buffer.byteLength(big), id: 4 }]);
   });
 
+  test("a message of exactly the limit is read also when it ends in CRLF, whole or split anywhere across chunks", () => {
+    const message = { jsonrpc: "2.0", id: 6, result: { text: "" } };
+    message.result.text = "x".repeat(100 - JSON.stringify(message).length);
+    const line = `${JSON.stringify(message)}\r\n`;
+    expect(Buffer.byteLength(line)).toBe(102);
+    for (let cut = 0; cut <= line.length; cut += 1) {
+      const discarded: unknown[] = [];
+      const buffer = new StdioLineBuffer(100, (d) => discarded.push(d));
+      buffer.append(Buffer.from(line.slice(0, cut)));
+      buffer.append(Buffer.from(line.slice(cut)));
+      expect([buffer.readMessage(), discarded]).toEqual([message, []]);
+    }
+    // One byte more is over the limit, CR or not.
+    const over = new StdioLineBuffer(100);
+    over.append(Buffer.from(`${JSON.stringify(message)} \r\n`));
+    expect(over.readMessage()).toMatchObject({ id: 6, error: { code: -32603 } });
+  });
+
   test("response ids are found at either end, and only for responses", () => {
     expect(responseIdOf('{"jsonrpc":"2.0","id":"a\\"b","result":{"x":', "")).toBe('a"b');
     expect(responseIdOf('{"result":{"content":[', ',"id":9}]},"jsonrpc":"2.0","id":3}')).toBe(3);

@@ -47,7 +47,11 @@ interface Discarding {
  *   its request gets an error response of ours in its place, so the call fails now instead of at its timeout.
  */
 export class StdioLineBuffer {
-  private line: Buffer[] = [];
+  /**
+   * The line read so far (its first `lineBytes` bytes), copied out of the chunks: pieces kept as they came would hold
+   * each chunk's whole backing store, so a line arriving a byte per read took ~55 bytes of memory per byte.
+   */
+  private line: Buffer | null = null;
   private lineBytes = 0;
   private discarding: Discarding | null = null;
   private readonly ready: Array<string | JSONRPCMessage> = [];
@@ -65,9 +69,10 @@ export class StdioLineBuffer {
         this.add(chunk.subarray(start));
         break;
       }
-      if (this.lineBytes === 0 && this.discarding === null && newline - start <= this.maxMessageBytes) {
+      const end = newline > start && chunk[newline - 1] === 13 ? newline - 1 : newline;
+      if (this.lineBytes === 0 && this.discarding === null && end - start <= this.maxMessageBytes) {
         // The whole line is in this chunk (the usual case): decoded in place, no piece kept.
-        this.ready.push(chunk.toString("utf8", start, newline > start && chunk[newline - 1] === 13 ? newline - 1 : newline));
+        this.ready.push(chunk.toString("utf8", start, end));
       } else {
         if (newline > start) this.add(chunk.subarray(start, newline));
         this.endLine();
@@ -86,7 +91,7 @@ export class StdioLineBuffer {
   }
 
   clear(): void {
-    this.line = [];
+    this.line = null;
     this.lineBytes = 0;
     this.discarding = null;
     this.ready.length = 0;
@@ -99,17 +104,24 @@ export class StdioLineBuffer {
       discarding.tail = lastBytes(Buffer.concat([discarding.tail, lastBytes(piece, EDGE_BYTES)]), EDGE_BYTES);
       return;
     }
-    if (this.lineBytes + piece.length <= this.maxMessageBytes) {
-      this.line.push(piece);
-      this.lineBytes += piece.length;
+    const total = this.lineBytes + piece.length;
+    // A CR that may end the line (CRLF) is not part of the message.
+    if (total <= this.maxMessageBytes + (piece[piece.length - 1] === 13 ? 1 : 0)) {
+      if (this.line === null || this.line.length < total) {
+        const grown = Buffer.allocUnsafe(Math.max(total, Math.min(2 * (this.line?.length ?? 0), this.maxMessageBytes + 1), 1024));
+        this.line?.copy(grown, 0, 0, this.lineBytes);
+        this.line = grown;
+      }
+      piece.copy(this.line, this.lineBytes);
+      this.lineBytes = total;
       return;
     }
     this.discarding = {
-      bytes: this.lineBytes + piece.length,
-      head: firstBytes([...this.line, piece], EDGE_BYTES),
+      bytes: total,
+      head: firstBytes(this.line === null ? [piece] : [this.line.subarray(0, this.lineBytes), piece], EDGE_BYTES),
       tail: Buffer.from(lastBytes(piece, EDGE_BYTES)),
     };
-    this.line = [];
+    this.line = null;
     this.lineBytes = 0;
   }
 
@@ -131,9 +143,10 @@ export class StdioLineBuffer {
       }
       return;
     }
-    if (this.lineBytes === 0) return;
-    const text = (this.line.length === 1 ? this.line[0] : Buffer.concat(this.line, this.lineBytes)).toString("utf8").replace(/\r$/, "");
-    this.line = [];
+    if (this.lineBytes === 0 || this.line === null) return;
+    const end = this.line[this.lineBytes - 1] === 13 ? this.lineBytes - 1 : this.lineBytes;
+    const text = this.line.toString("utf8", 0, end);
+    this.line = null;
     this.lineBytes = 0;
     this.ready.push(text);
   }
