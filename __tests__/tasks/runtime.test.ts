@@ -193,12 +193,13 @@ describe("restart and recovery on the same database file", () => {
     const taskId = (JSON.parse(String(message!.content)) as SubmittedTask).task_id;
     await first.toolkit.close();
     await first.runtime.stop();
-    // A worker process: a runtime with no agent toolkit makes its own for its calls.
+    // A worker process: a runtime with no agent toolkit makes its own for its calls. Its default database is the
+    // one in the data dir its toolkit is given: the file the first runtime used.
     const notifier = new MemoryTaskNotifier();
     const clock = new ManualClock();
     const worker = await createTaskRuntime({
       configPath: first.configPath,
-      databaseUrl: `sqlite:${path.join(first.dir, "tasks.sqlite")}`,
+      env: {},
       notifier,
       clock: clock.now,
       logger: silentLogger,

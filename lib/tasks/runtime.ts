@@ -44,6 +44,11 @@ export interface TaskRuntimeOptions {
   logger?: Logger;
   /** `sqlite:<path>` or `postgres://…`; default `MCP_HARNESS_DATABASE_URL`, else `<data dir>/tasks.sqlite`. */
   databaseUrl?: string;
+  /**
+   * The data dir of that default file: this, else `toolkitOptions.dataDir`, else `MCP_HARNESS_DATA_DIR`, else
+   * `./.mcp-harness`. Give the agent's toolkit the same `dataDir` to keep workspaces and tasks in one place.
+   */
+  dataDir?: string;
   /** PostgreSQL schema of the task table (a plain identifier; default `public`). */
   schema?: string;
   /** An opened store to use instead (the runtime does not close it). */
@@ -186,6 +191,13 @@ export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promi
   }
   const store =
     options.store ??
-    (await openTaskStore({ url: options.databaseUrl, env: options.env, cwd: options.cwd, clock: options.clock, schema: options.schema }));
+    (await openTaskStore({
+      url: options.databaseUrl,
+      env: options.env,
+      cwd: options.cwd,
+      dataDir: options.dataDir ?? options.toolkitOptions?.dataDir,
+      clock: options.clock,
+      schema: options.schema,
+    }));
   return new TaskRuntime(store, config, { ...options, ownsStore: options.store === undefined });
 }

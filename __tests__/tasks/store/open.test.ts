@@ -27,6 +27,14 @@ describe("opening the store", () => {
     expect(existsSync(path.join(cwd, "data/here/tasks.sqlite"))).toBe(true);
   });
 
+  test("a dataDir option wins over MCP_HARNESS_DATA_DIR for the default file", async () => {
+    const cwd = await makeTempDir("mcp-open-");
+    const store = await openTaskStore({ env: { MCP_HARNESS_DATA_DIR: "data/env" }, cwd, dataDir: "data/option" });
+    await store.close();
+    expect(existsSync(path.join(cwd, "data/option/tasks.sqlite"))).toBe(true);
+    expect(existsSync(path.join(cwd, "data/env"))).toBe(false);
+  });
+
   test("an explicit SQLite path whose folder is missing fails clearly instead of creating it", async () => {
     const err = await failure({ MCP_HARNESS_DATABASE_URL: "sqlite:./no/such/folder/tasks.sqlite" });
     expect(err.message).toMatch(/folder .*no\/such\/folder does not exist/);

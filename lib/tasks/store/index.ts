@@ -35,6 +35,8 @@ export interface OpenTaskStoreOptions extends SqliteOptions, PostgresOptions {
   url?: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /** The data dir of the default SQLite file (as the toolkit's `dataDir`); default `MCP_HARNESS_DATA_DIR`, else `./.mcp-harness`. */
+  dataDir?: string;
   /** Every timestamp the store writes comes from here (UTC). */
   clock?: () => Date;
   /** Run pending migrations on open (default true). */
@@ -56,7 +58,7 @@ export async function openTaskStore(opts: OpenTaskStoreOptions = {}): Promise<Ta
 /** The connection alone, unmigrated (the store opens it this way; tests use it to build older schemas). */
 export async function openTaskDatabase(opts: OpenTaskStoreOptions = {}): Promise<{ db: Db; schema: string | undefined }> {
   const source = opts.url !== undefined ? "the task store url" : DATABASE_URL_VARIABLE;
-  const target = resolveDatabaseTarget({ url: opts.url, env: opts.env, cwd: opts.cwd, source });
+  const target = resolveDatabaseTarget({ url: opts.url, env: opts.env, cwd: opts.cwd, dataDir: opts.dataDir, source });
   if (target.dialect === "sqlite") return { db: await openSqlite(target, source, opts), schema: undefined };
   if (opts.schema !== undefined && !isSqlIdentifier(opts.schema)) {
     throw new TaskStoreConfigError("the task store schema must be a plain SQL identifier");

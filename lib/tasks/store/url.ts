@@ -51,14 +51,14 @@ export function isSqlIdentifier(name: string): boolean {
  * `url` wins over the environment. `source` names where the URL came from in messages.
  */
 export function resolveDatabaseTarget(
-  opts: { url?: string; env?: NodeJS.ProcessEnv; cwd?: string; source?: string } = {},
+  opts: { url?: string; env?: NodeJS.ProcessEnv; cwd?: string; dataDir?: string; source?: string } = {},
 ): DatabaseTarget {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const source = opts.source ?? (opts.url !== undefined ? "the task store url" : DATABASE_URL_VARIABLE);
   const raw = (opts.url ?? env[DATABASE_URL_VARIABLE] ?? "").trim();
   if (raw === "") {
-    return { dialect: "sqlite", file: path.join(resolveDataDir({ env, cwd }), DEFAULT_SQLITE_FILE), explicit: false };
+    return { dialect: "sqlite", file: path.join(resolveDataDir({ dataDir: opts.dataDir, env, cwd }), DEFAULT_SQLITE_FILE), explicit: false };
   }
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(raw)?.[1]?.toLowerCase();
   if (scheme === "sqlite") return sqliteTarget(raw.slice("sqlite:".length), cwd, source);
