@@ -11,6 +11,7 @@ import {
   type McpToolkit,
 } from "../../lib";
 import { EARLY_REFRESH_RETRY_MS } from "../../lib/credentials";
+import { DeadlineExceededError } from "../../lib/shared/deadline";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
@@ -107,6 +108,26 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     const second = await manager.getAuthorizationHeader("srv", config);
     expect(second).not.toBe(first);
     expect(requestsSince(start)).toHaveLength(1);
+  });
+
+  test("a caller whose own deadline stops its wait for an early refresh gets that deadline, not the token in hand", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 60_000 });
+    tokens.respond(() => ({ body: { access_token: "in-hand", expires_in: 120 } }));
+    const config = oauthConfig({ refresh_skew_seconds: 60 });
+    await manager.getAuthorizationHeader("srv", config);
+    const held = tokens.hold();
+    clock.advance(70);
+    try {
+      const controller = new AbortController();
+      const waiting = manager.getAuthorizationHeader("srv", config, controller.signal);
+      await held.received;
+      const deadline = new DeadlineExceededError(5000);
+      controller.abort(deadline);
+      await expect(waiting).rejects.toBe(deadline);
+    } finally {
+      held.release();
+    }
   });
 
   test("after a failed early refresh, calls use the token in hand for EARLY_REFRESH_RETRY_MS before one asks again", async () => {

@@ -87,6 +87,7 @@ export class OAuthTokenManager {
     try {
       return (await withDeadline(() => state.inflight!, early ? this.earlyWaitMs : null, signal)).header;
     } catch (err) {
+      if (signal?.aborted) throw err;
       // The early refresh failed or is slow, but the token in hand has not expired yet: use it.
       if ((err instanceof CredentialError || err instanceof DeadlineExceededError) && cached && cached.expiresAt > this.now()) {
         return cached.header;
