@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { ContentBlock, ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, DEFAULT_MAX_RESULT_CHARS, RecordingLogger, type McpToolArtifact, type McpToolkit } from "../../lib";
-import { boundConvertedResult } from "../../lib/mcp/results";
+import { boundConvertedResult, convertCallToolResult } from "../../lib/mcp/results";
 import { responseIdOf, StdioLineBuffer } from "../../lib/sessions/stdio-buffer";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { stdioFixture, type StdioFixtureLaunch } from "../fixtures/stdio";
@@ -85,6 +85,7 @@ describe("large stdio results", () => {
 });
 
 describe("boundConvertedResult", () => {
+  // A block weighs its strings (text, data, URL, MIME type) and one more for itself.
   test("blocks past the bound are left out and a note ends the preview", () => {
     const image: ContentBlock.Standard = { type: "image", mimeType: "image/png", data: "A".repeat(80) };
     const bounded = boundConvertedResult(
@@ -94,7 +95,7 @@ describe("boundConvertedResult", () => {
     expect(bounded.content).toEqual([
       { type: "text", text: "x".repeat(30) },
       { type: "text", text: "y".repeat(50) },
-      { type: "text", text: note(160, 80, 100) },
+      { type: "text", text: note(172, 82, 100) },
     ]);
   });
 
@@ -123,9 +124,56 @@ describe("boundConvertedResult", () => {
   test("text is cut to the bound", () => {
     const bounded = boundConvertedResult({ content: [{ type: "text", text: "z".repeat(150) }], artifact: undefined, isError: false }, 100);
     expect(bounded.content).toEqual([
-      { type: "text", text: "z".repeat(100) },
-      { type: "text", text: note(150, 100, 100) },
+      { type: "text", text: "z".repeat(99) },
+      { type: "text", text: note(151, 100, 100) },
     ]);
+  });
+
+  /** No lone surrogate (what a cut inside a pair leaves). */
+  const wellFormed = (text: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+
+  test("a cut never splits a surrogate pair (an emoji), in text or in blocks", () => {
+    const emoji = "😀".repeat(60);
+    const text = boundConvertedResult({ content: emoji, artifact: undefined, isError: false }, 101).content as string;
+    expect(text.startsWith(`${"😀".repeat(50)}\n…`)).toBe(true);
+    const blocks = boundConvertedResult({ content: [{ type: "image", mimeType: "image/png", data: "A" }, { type: "text", text: emoji }], artifact: undefined, isError: false }, 40);
+    for (const block of blocks.content as { text?: string }[]) expect(block.text === undefined || wellFormed(block.text)).toBe(true);
+    const error = boundConvertedResult({ content: emoji, artifact: undefined, isError: true }, 101).content as string;
+    expect(wellFormed(error)).toBe(true);
+  });
+
+  test("a long MIME type, or many empty blocks, count against the bound", () => {
+    const link = { type: "file", url: "https://x/y", mimeType: `image/${"x".repeat(500)}` } as ContentBlock.Standard;
+    expect((boundConvertedResult({ content: [link], artifact: undefined, isError: false }, 100).content as unknown[]).length).toBe(1);
+    const empty = Array.from({ length: 1000 }, () => ({ type: "file", mimeType: "", data: "" }) as ContentBlock.Standard);
+    expect((boundConvertedResult({ content: empty, artifact: undefined, isError: false }, 100).content as unknown[]).length).toBe(101);
+  });
+
+  test("an error's text is cut once, at the smaller bound, and its note counts what the server sent", () => {
+    const converted = convertCallToolResult({ isError: true, content: [{ type: "text", text: "e".repeat(5000) }] });
+    expect(boundConvertedResult(converted, 1000).content).toBe(`${"e".repeat(1000)}… [truncated 4000 characters]`);
+    expect(boundConvertedResult(converted, DEFAULT_MAX_RESULT_CHARS).content).toBe(`${"e".repeat(4000)}… [truncated 1000 characters]`);
+  });
+
+  test("an error carried only in an embedded text resource or in structuredContent is shown to the model", () => {
+    const embedded = convertCallToolResult({ isError: true, content: [{ type: "resource", resource: { uri: "x:/e", text: "quota exceeded" } }] });
+    expect(embedded.content).toBe("quota exceeded");
+    const structured = convertCallToolResult({ isError: true, content: [], structuredContent: { code: "E42" } });
+    expect(structured.content).toBe('{"code":"E42"}');
+  });
+
+  test("structuredContent that is no object is shown as text, not kept as the artifact", () => {
+    const array = convertCallToolResult({ content: [], structuredContent: [1, 2] as never });
+    expect([array.content, array.artifact]).toEqual(["[1,2]", undefined]);
+    const text = convertCallToolResult({ content: [], structuredContent: "plain" as never });
+    expect([text.content, text.artifact]).toEqual(['"plain"', undefined]);
+  });
+
+  test("an artifact value with no JSON (a BigInt an interceptor returned) is left out with a note, and the call succeeds", () => {
+    const converted = convertCallToolResult({ content: [{ type: "text", text: "ok" }], structuredContent: { id: 123n } as never });
+    const bounded = boundConvertedResult(converted, 1000);
+    expect(bounded.content).toBe("ok");
+    expect(bounded.artifact).toEqual({ note: "structuredContent left out: not JSON-serializable; not kept" });
   });
 });
 

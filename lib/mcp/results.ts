@@ -1,6 +1,7 @@
 import type { ContentBlock } from "@langchain/core/messages";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { boundText } from "../shared/text";
+import { isPlainObject } from "../shared/plain-object";
+import { boundText, sliceWhole } from "../shared/text";
 
 /** Bound on the text of an `isError` result that reaches the model. */
 export const MAX_ERROR_TEXT_CHARS = 4000;
@@ -58,25 +59,29 @@ function convertItem(item: McpContent): ContentBlock.Standard {
 
 /**
  * MCP result → ToolMessage parts. All-text results become one string (the most portable form for chat
- * models); anything else becomes standard content blocks. `structuredContent` and `_meta` ride along as
- * the artifact. An `isError` result keeps only the server's text, bounded.
+ * models); anything else becomes standard content blocks. `structuredContent` (an object; anything else the
+ * SDK would have refused is shown as text) and `_meta` ride along as the artifact. An `isError` result
+ * keeps only the server's text (text blocks and embedded text resources), else the JSON of its
+ * `structuredContent`; `boundConvertedResult` bounds it.
  */
 export function convertCallToolResult(result: CallToolResult): ConvertedResult {
   const items = Array.isArray(result.content) ? result.content : [];
   const artifact: McpToolArtifact = {};
-  if (result.structuredContent && typeof result.structuredContent === "object") {
-    artifact.structuredContent = result.structuredContent as Record<string, unknown>;
-  }
+  const structured: unknown = result.structuredContent;
+  if (isPlainObject(structured)) artifact.structuredContent = structured as Record<string, unknown>;
   if (result._meta && typeof result._meta === "object") artifact.meta = result._meta as Record<string, unknown>;
   const hasArtifact = artifact.structuredContent !== undefined || artifact.meta !== undefined;
+  // Shown when the content has no text: the structured result, or a value that is not one (an interceptor's).
+  const structuredText = structured === undefined || structured === null ? "" : jsonText(structured);
 
   if (result.isError === true) {
     const text = items
-      .filter((i): i is Extract<McpContent, { type: "text" }> => i.type === "text")
-      .map((i) => i.text)
+      .map(convertItem)
+      .filter((b): b is ContentBlock.Text => b.type === "text")
+      .map((b) => b.text)
       .join("\n");
     return {
-      content: boundText(text || "The MCP tool reported an error without a message.", MAX_ERROR_TEXT_CHARS),
+      content: text || structuredText || "The MCP tool reported an error without a message.",
       artifact: hasArtifact ? artifact : undefined,
       isError: true,
     };
@@ -86,21 +91,30 @@ export function convertCallToolResult(result: CallToolResult): ConvertedResult {
   let content: ConvertedResult["content"];
   if (blocks.every((b) => b.type === "text")) {
     content = blocks.map((b) => (b as ContentBlock.Text).text).join("\n");
-    if (content === "" && artifact.structuredContent) content = JSON.stringify(artifact.structuredContent);
+    if (content === "") content = structuredText;
   } else {
     content = blocks;
   }
   return { content, artifact: hasArtifact ? artifact : undefined, isError: false };
 }
 
-/** Characters a block weighs against the bound: its text, inline data or URL. */
+/** JSON of a value, or a short description when it has none (a BigInt, a cycle). */
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return `[${typeof value} that cannot be shown as JSON]`;
+  }
+}
+
+/**
+ * Characters a block weighs against the bound: its strings (text, inline data, URL, MIME type, …; not its type) and
+ * one for the block itself, so that neither a long MIME type nor a flood of empty blocks escapes the bound.
+ */
 function blockChars(block: ContentBlock.Standard): number {
-  const b = block as { text?: unknown; data?: unknown; url?: unknown };
-  return (
-    (typeof b.text === "string" ? b.text.length : 0) +
-    (typeof b.data === "string" ? b.data.length : 0) +
-    (typeof b.url === "string" ? b.url.length : 0)
-  );
+  let chars = 1;
+  for (const [key, value] of Object.entries(block)) if (key !== "type" && typeof value === "string") chars += value.length;
+  return chars;
 }
 
 function cutNote(total: number, kept: number, max: number): string {
@@ -114,7 +128,11 @@ function cutNote(total: number, kept: number, max: number): string {
  * paths that fit it; the artifact's note says what was left out.
  */
 export function boundConvertedResult(converted: ConvertedResult, maxChars: number): ConvertedResult {
-  const content = boundContent(converted.content, maxChars);
+  // An error's text is cut once, at the smaller bound, so its note counts what the server sent.
+  const content =
+    converted.isError && typeof converted.content === "string"
+      ? boundText(converted.content, Math.min(MAX_ERROR_TEXT_CHARS, maxChars))
+      : boundContent(converted.content, maxChars);
   const artifact = converted.artifact && boundArtifact(converted.artifact, maxChars);
   if (content === converted.content && artifact === converted.artifact) return converted;
   return { ...converted, content, artifact };
@@ -122,7 +140,9 @@ export function boundConvertedResult(converted: ConvertedResult, maxChars: numbe
 
 function boundContent(content: ConvertedResult["content"], max: number): ConvertedResult["content"] {
   if (typeof content === "string") {
-    return content.length <= max ? content : `${content.slice(0, max)}\n… ${cutNote(content.length, max, max)}`;
+    if (content.length <= max) return content;
+    const kept = sliceWhole(content, max);
+    return `${kept}\n… ${cutNote(content.length, kept.length, max)}`;
   }
   const total = content.reduce((sum, block) => sum + blockChars(block), 0);
   if (total <= max) return content;
@@ -133,10 +153,10 @@ function boundContent(content: ConvertedResult["content"], max: number): Convert
     if (used + size <= max) {
       kept.push(block);
       used += size;
-    } else if (block.type === "text" && used < max) {
-      const text = (block as ContentBlock.Text).text.slice(0, max - used);
+    } else if (block.type === "text" && used + 1 < max) {
+      const text = sliceWhole((block as ContentBlock.Text).text, max - used - 1);
       kept.push({ type: "text", text });
-      used += text.length;
+      used += text.length + 1;
     }
   }
   kept.push({ type: "text", text: cutNote(total, used, max) });
@@ -145,6 +165,7 @@ function boundContent(content: ConvertedResult["content"], max: number): Convert
 
 function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact {
   const omitted: string[] = [];
+  const unserializable: string[] = [];
   const bounded: McpToolArtifact = { ...artifact };
   for (const [key, label] of [
     ["structuredContent", "structuredContent"],
@@ -152,7 +173,15 @@ function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact 
   ] as const) {
     const value = artifact[key];
     if (value === undefined) continue;
-    const size = JSON.stringify(value).length;
+    let size: number;
+    try {
+      size = JSON.stringify(value)?.length ?? 0;
+    } catch {
+      // A value an interceptor returned that has no JSON (a BigInt, a cycle): it could not be checkpointed either.
+      delete bounded[key];
+      unserializable.push(label);
+      continue;
+    }
     if (size > max) {
       delete bounded[key];
       omitted.push(`${label} (${size} characters of JSON)`);
@@ -160,6 +189,7 @@ function boundArtifact(artifact: McpToolArtifact, max: number): McpToolArtifact 
   }
   const notes: string[] = [];
   if (omitted.length > 0) notes.push(`${omitted.join(" and ")} left out: larger than the limit of ${max} characters; not kept`);
+  if (unserializable.length > 0) notes.push(`${unserializable.join(" and ")} left out: not JSON-serializable; not kept`);
   const changes = artifact.workspace_changes ?? [];
   const listed = leadingThatFit(changes, max);
   if (listed.length < changes.length) {
