@@ -110,6 +110,28 @@ describe.each(targets())("task lease fences on $name", (target) => {
     });
   });
 
+  describe("notification leases run from the claim", () => {
+    test("a notification claimed with a scan time behind the store's clock gets a live lease, and its delivery settles", async () => {
+      const h = await setup({ settings: { lease_seconds: 60 } });
+      const task = await h.submit({ taskName: "n" });
+      h.clock.advance(10);
+      h.driver.status(task.remote_task_id, completed({ ok: true }));
+      expect(await h.service.runOnce()).toMatchObject({ applied: 1 });
+      const scan = h.clock.now();
+      const claimAt = h.clock.advance(600);
+      const [claimed] = await h.store.claimNotificationWork({ leaseOwner: "worker-1", leaseSeconds: 60, limit: 5, now: scan, trackingDegradedAfterErrors: 3 });
+      expect(claimed.id).toBe(task.id);
+      expect(claimed.notification_lease_expires_at).toEqual(new Date(claimAt.getTime() + 60_000));
+      // A whole tick run with a time behind the store's clock settles the delivery the first tick launched.
+      h.clock.advance(120);
+      const late = h.clock.now();
+      h.clock.advance(600);
+      expect(await h.service.runNotifications(late)).toMatchObject({ delivered: 1, errors: 0 });
+      expect((await h.row(task.id))?.notification_status).toBe("delivered");
+      expect(h.notifier.deliveriesOf(task.id)).toHaveLength(1);
+    });
+  });
+
   describe("late releases after the lease expired", () => {
     test("a failing poll that returns after its lease expired counts no error and sends no event", async () => {
       const h = await setup({ settings: { lease_seconds: 30, tracking_degraded_after_errors: 1 } });

@@ -373,7 +373,8 @@ export class TaskStore {
         const rows = await tx.rows(this.#sql.claimNotification(), [
           row.id,
           opts.leaseOwner,
-          dbTime(addSeconds(now, opts.leaseSeconds)),
+          // From the claim, as for polls: a tick whose time is behind the store's clock must not claim an expired lease.
+          dbTime(this.#leaseExpiry(now, opts.leaseSeconds)),
           dbTime(now),
           rebuild,
           dbJson(event),
