@@ -543,6 +543,25 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(h.notifier.deliveries).toEqual([]);
     });
 
+    test("failed lookups of a launched run never dead-letter it: once the lookup answers, the run's success counts", async () => {
+      const h = await setup({ settings: { poll_interval_seconds: 5, max_poll_backoff_seconds: 300 } });
+      const task = await h.submit();
+      h.driver.status(task.remote_task_id, completed());
+      h.notifier.setNewRunStatus("running");
+      expect(await tickAtNextPoll(h, task.id)).toMatchObject({ notified: 1 });
+      const getRun = h.notifier.getRun.bind(h.notifier);
+      h.notifier.getRun = async () => {
+        throw new Error("connect ECONNRESET");
+      };
+      for (let i = 0; i < 7; i += 1) expect(await tickAtNextNotification(h, task.id)).toMatchObject({ errors: 1, deadLettered: 0 });
+      expect(await h.row(task.id)).toMatchObject({ notification_status: "dispatched", notification_attempt_count: 7 });
+      h.notifier.getRun = getRun;
+      h.notifier.setRunStatus(h.notifier.deliveries[0].runId, "success");
+      expect(await tickAtNextNotification(h, task.id)).toMatchObject({ delivered: 1, deadLettered: 0 });
+      expect(await h.row(task.id)).toMatchObject({ notification_status: "delivered" });
+      expect(h.notifier.deliveries).toHaveLength(1);
+    });
+
     test("a newer event starts with a fresh failure budget", async () => {
       const h = await setup({ settings: { poll_interval_seconds: 5, input_required_poll_interval_seconds: 60 } });
       const task = await h.submit();

@@ -526,7 +526,8 @@ export class McpTaskService {
   ): Promise<Exclude<keyof NotificationReport, "errors"> | null> {
     const step = { taskId: record.id, leaseOwner: this.leaseOwner, dispatchVersion: record.dispatch_version ?? 0 };
     const retryAt = addSeconds(now, this.backoffSeconds(record.notification_attempt_count));
-    if (record.notification_attempt_count >= MCP_TASK_MAX_NOTIFICATION_ATTEMPTS) {
+    // A launched run is looked up first, also past the budget: failed lookups must not dead-letter a run that succeeded.
+    if (record.notification_status !== "dispatched" && record.notification_attempt_count >= MCP_TASK_MAX_NOTIFICATION_ATTEMPTS) {
       const error = `Notification delivery stopped after ${record.notification_attempt_count} failed attempts: ${record.notification_error || "delivery failed"}`;
       return (await this.store.deadLetterNotification({ ...step, error: cutCodePoints(error, MCP_TASK_ERROR_MAX_CHARS), countFailure: false }))
         ? "deadLettered"
