@@ -4,7 +4,8 @@
  * one run in the same thread, which the model answers.
  */
 import { describe, expect, test } from "@jest/globals";
-import type { BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { BusyThreadError, notificationIdempotencyKey, notificationMarkerOf, ThreadGoneError, type SubmittedTask, type TaskDelivery } from "../../../lib/tasks";
 import * as path from "node:path";
 import { silentLogger } from "../../../lib";
@@ -205,5 +206,68 @@ describe("the notifier on its own, over the same real agent", () => {
     const { runId } = await hanging.deliver(delivery("th-hang"), "k-hang");
     await hanging.close();
     expect(await hanging.getRun(runId, "ann")).toEqual({ status: "error", error: "Notification run failed (Error)" });
+  });
+});
+
+describe("threads whose last run failed or did not finish, on a hand-written graph", () => {
+  /**
+   * A one-node graph with a checkpointer whose node fails while `failures` is above 0, or waits while `held` is set;
+   * `entered` is called as the node starts.
+   */
+  function replyGraph() {
+    const control = { failures: 0, held: undefined as Promise<void> | undefined, entered: () => undefined as void };
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("reply", async () => {
+        control.entered();
+        if (control.held) await control.held;
+        if (control.failures > 0) {
+          control.failures -= 1;
+          throw new Error("the provider answered 500");
+        }
+        return { messages: [new AIMessage("noted")] };
+      })
+      .addEdge(START, "reply")
+      .addEdge("reply", END)
+      .compile({ checkpointer: new MemorySaver() });
+    return { graph, control };
+  }
+  const delivery = (thread: string) => taskDelivery({ taskId: "mcp-task-f", threadId: thread });
+
+  test("a thread whose last run failed is not busy: the next delivery runs on it and the thread completes", async () => {
+    const { graph, control } = replyGraph();
+    const notifier = createGraphNotifier({ graph });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-fail" } });
+    control.failures = 1;
+    const failed = await notifier.deliver(delivery("th-fail"), "k-1");
+    await notifier.idle();
+    expect(await notifier.getRun(failed.runId, "ann")).toMatchObject({ status: "error" });
+    expect((await graph.getState({ configurable: { thread_id: "th-fail" } })).next).toEqual(["reply"]);
+    // After a restart the key on the thread tells the same: that run failed.
+    const restarted = createGraphNotifier({ graph });
+    expect(await restarted.getRun(failed.runId, "ann", { threadId: "th-fail", idempotencyKey: "k-1" })).toMatchObject({ status: "error" });
+
+    const retried = await notifier.deliver(delivery("th-fail"), "k-2");
+    await notifier.idle();
+    expect(await notifier.getRun(retried.runId, "ann")).toEqual({ status: "success" });
+    const state = await graph.getState({ configurable: { thread_id: "th-fail" } });
+    expect(state.next).toEqual([]);
+    expect(await restarted.getRun(retried.runId, "ann", { threadId: "th-fail", idempotencyKey: "k-2" })).toEqual({ status: "success" });
+  });
+
+  test("after a restart, a run that took the event in but has not finished is running, not delivered", async () => {
+    const { graph, control } = replyGraph();
+    const first = createGraphNotifier({ graph });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-open" } });
+    let release!: () => void;
+    control.held = new Promise<void>((resolve) => (release = resolve));
+    const entered = new Promise<void>((resolve) => (control.entered = resolve));
+    const { runId } = await first.deliver(delivery("th-open"), "k-open");
+    const restarted = createGraphNotifier({ graph });
+    await entered;
+    expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "running" });
+    control.held = undefined;
+    release();
+    await first.idle();
+    expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "success" });
   });
 });

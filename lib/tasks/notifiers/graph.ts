@@ -38,6 +38,8 @@ export interface NotificationRunConfig {
 export interface ThreadStateView {
   values: unknown;
   next: readonly string[];
+  /** The pending tasks: an `error` on each one means the run that left them failed (none is running). */
+  tasks?: readonly { error?: unknown; interrupts?: readonly unknown[] }[];
   /** Absent when the thread has no checkpoint. */
   createdAt?: string;
 }
@@ -84,6 +86,20 @@ function stateReader(graph: NotifiableGraph): ThreadStateReader {
   throw new TypeError("the notifier's graph cannot read thread state (compile it with a checkpointer)");
 }
 
+/**
+ * Whether the thread's last run failed: it left tasks to run, each holding the error it stopped with. Such a thread
+ * is not busy (nothing runs on it): a new run continues from it. A thread at an interrupt, or with tasks still
+ * running (or that a crash left without an error), has tasks without one.
+ */
+function lastRunFailed(state: ThreadStateView): boolean {
+  const tasks = state.tasks ?? [];
+  return (
+    state.next.length > 0 &&
+    tasks.length > 0 &&
+    tasks.every((task) => task.error !== undefined && task.error !== null && (task.interrupts?.length ?? 0) === 0)
+  );
+}
+
 function messagesOf(values: unknown): readonly BaseMessage[] {
   const messages = (values as { messages?: unknown } | null)?.messages;
   return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
@@ -122,7 +138,7 @@ class InProcessGraphNotifier implements GraphNotifier {
       if (messagesOf(state.values).some((m) => notificationMarkerOf(m)?.idempotency_key === idempotencyKey)) {
         return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, status: "success" }) };
       }
-      if (state.next.length > 0) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
+      if (state.next.length > 0 && !lastRunFailed(state)) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
       const run: GraphRun = { userId: delivery.userId, status: "running" };
       const runId = this.#remember(idempotencyKey, run);
       const settled = withCallSignal(this.#close.signal, (signal) => {
@@ -170,7 +186,10 @@ class InProcessGraphNotifier implements GraphNotifier {
     const marker = messagesOf(state.values)
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
-    return marker && marker.user_id === userId ? { status: "success" } : null;
+    if (!marker || marker.user_id !== userId) return null;
+    // The event reached the thread; the run that took it in succeeded only if it ran to its end.
+    if (state.next.length === 0) return { status: "success" };
+    return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
   }
 
   async idle(): Promise<void> {
