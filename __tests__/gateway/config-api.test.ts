@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { adminTokenAuthorize, createGatewayApp, createMcpToolkit, type GatewayAppOptions, type GatewayUser } from "../../lib";
 import { startTestMcpServer, type TestMcpHttpServer } from "../../lib/testing";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 
-const SECRETS = ["rt-literal-secret", "alice-literal-secret", "literal-api-key", "nested-secret", "pw-in-list", "resolved-github-token"];
+const SECRETS = ["rt-literal-secret", "alice-literal-secret", "literal-api-key", "nested-secret", "pw-in-list", "resolved-github-token", "hfc-extra-secret"];
 
 /** A config with a secret in every place the API masks, placeholders, a disabled bad server and other top-level keys. */
 const ORIGINAL = {
@@ -22,7 +22,7 @@ const ORIGINAL = {
       headers: { Authorization: "Bearer ${DOCS_TOKEN}", "X-Static": "static" },
       oauth: { token_url: "https://auth.example.com/token", client_id: "id", client_secret: "$OAUTH_SECRET", refresh_token: "rt-literal-secret" },
       user_auth: { header: "X-User-Token", users: { alice: "alice-literal-secret" } },
-      headers_from_context: { headers: { "X-Api-Key": "search_api_key" } },
+      headers_from_context: { headers: { "X-Api-Key": "search_api_key" }, api_key: "hfc-extra-secret" },
       apiKey: "literal-api-key",
       nested: { clientSecret: "nested-secret", list: [{ password: "pw-in-list" }, { name: "visible" }] },
       cwd: "./work",
@@ -72,7 +72,7 @@ describe("GET /api/mcp/config", () => {
     expect(docs.headers).toEqual({ Authorization: "***", "X-Static": "***" });
     expect(docs.oauth).toEqual({ token_url: "https://auth.example.com/token", client_id: "id", client_secret: null, refresh_token: null });
     expect(docs.user_auth).toEqual({ header: "X-User-Token", users: { alice: "***" } });
-    expect(docs.headers_from_context).toEqual({ headers: { "X-Api-Key": "search_api_key" } });
+    expect(docs.headers_from_context).toEqual({ headers: { "X-Api-Key": "search_api_key" }, api_key: "***" });
     expect(docs.apiKey).toBe("***");
     expect(docs.nested).toEqual({ clientSecret: "***", list: [{ password: "***" }, { name: "visible" }] });
     expect(docs.cwd).toBe("./work");
@@ -80,6 +80,19 @@ describe("GET /api/mcp/config", () => {
     expect(docs.type).toBeUndefined(); // the raw entry, not the schema's output
     expect(off).toEqual({ enabled: false, command: "/bin/sh", args: ["-c", "evil"] });
     for (const secret of [...SECRETS, "$GITHUB_TOKEN", "${DOCS_TOKEN}", "$OAUTH_SECRET"]) expect(text).not.toContain(secret);
+  });
+
+  test("a config file that is not valid: the answer names the problem, never the file's local path", async () => {
+    const { call, dir, file } = await setup();
+    await writeFile(file, '{"mcpServers": {');
+    const broken = await call("GET", "/api/mcp/config");
+    expect(broken.status).toBe(500);
+    expect(broken.json.detail).toMatch(/^Invalid extensions config:/);
+    expect(broken.text).not.toContain(dir);
+    await writeFile(file, "[1]");
+    const invalid = await call("GET", "/api/mcp/config");
+    expect(invalid.status).toBe(500);
+    expect(invalid.text).not.toContain(dir);
   });
 
   test("no config file: an empty server list", async () => {

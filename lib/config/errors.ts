@@ -69,6 +69,11 @@ export function formatIssuePath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** The issues without the file's name: what an API answer may show (it never names a local path). */
+export function describeConfigIssues(issues: readonly ConfigIssue[]): string {
+  return describeIssues(null, issues);
+}
+
 function describeIssues(file: string | null, issues: readonly ConfigIssue[]): string {
   const head = file === null ? "Invalid extensions config" : `Invalid extensions config at ${file}`;
   return [`${head}:`, ...issues.map((issue) => `  ${issue.path}: ${issue.message}`)].join("\n");

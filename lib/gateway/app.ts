@@ -2,7 +2,7 @@ import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { resolveEnvReferences } from "../config/env";
-import { ConfigJsonSyntaxError, ConfigValidationError, shownKey } from "../config/errors";
+import { ConfigJsonSyntaxError, ConfigValidationError, describeConfigIssues, shownKey } from "../config/errors";
 import { parseJsonDocument } from "../config/json";
 import { toConfigIssue } from "../config/load";
 import { ExtensionsConfigSchema, McpServerSchema } from "../config/schema";
@@ -95,8 +95,15 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
 
   app.onError((err, c) => {
     if (err instanceof GatewayHttpError) return c.json({ detail: err.detail }, err.status);
-    if (err instanceof ConfigLockTimeoutError) return c.json({ detail: err.message }, 503);
-    if (err instanceof ConfigValidationError) return c.json({ detail: err.message }, 500);
+    // The full texts name the config file and its lock: logged here, never answered.
+    if (err instanceof ConfigLockTimeoutError) {
+      logger.warn(`MCP gateway: ${err.message}`);
+      return c.json({ detail: "Timed out waiting for the config file lock; another process is writing the config" }, 503);
+    }
+    if (err instanceof ConfigValidationError) {
+      logger.error(`MCP gateway: ${err.message}`);
+      return c.json({ detail: describeConfigIssues(err.issues) }, 500);
+    }
     const code = (err as NodeJS.ErrnoException).code;
     logger.error(`MCP gateway: ${c.req.method} ${c.req.path} failed${code ? ` (${code})` : ""}`);
     return c.json({ detail: `Failed to handle the MCP configuration request${code ? ` (${code})` : ""}` }, 500);

@@ -45,7 +45,10 @@ export function maskServer(server: unknown): unknown {
   if (!isRecord(server)) return server;
   return mapEntries(server, (key, value) => {
     if ((VALUE_MAPS as readonly string[]).includes(key) && isRecord(value)) return mapEntries(value, () => MASK);
-    if (key === "headers_from_context") return value;
+    // Its header mapping holds header and key names, shown as they are; anything else is masked by name.
+    if (key === "headers_from_context" && isRecord(value)) {
+      return mapEntries(value, (field, item) => (field === "headers" ? item : maskNested(field, item)));
+    }
     if (key === "oauth" && isRecord(value)) {
       return mapEntries(value, (field, item) => {
         if ((OAUTH_SECRETS as readonly string[]).includes(field)) return null;
@@ -87,7 +90,12 @@ export function restoreServer(server: unknown, stored: unknown, path: readonly (
     const storedValue = ownValue(before, key);
     const at = [...path, key];
     if ((VALUE_MAPS as readonly string[]).includes(key) && isRecord(value)) return restoreAll(value, storedValue, at);
-    if (key === "headers_from_context") return value;
+    if (key === "headers_from_context" && isRecord(value)) {
+      const storedMapping = isRecord(storedValue) ? storedValue : {};
+      return mapEntries(value, (field, item) =>
+        field === "headers" ? item : restoreNested(field, item, ownValue(storedMapping, field), [...at, field]),
+      );
+    }
     if (key === "oauth" && isRecord(value)) {
       const storedOAuth = isRecord(storedValue) ? storedValue : {};
       return mapEntries(value, (field, item) => {
