@@ -51,6 +51,28 @@ describe("McpToolCallRequest is immutable", () => {
     expect(req.args).toEqual({ text: "original" });
   });
 
+  test("nested arguments are copied and frozen too: a write into them throws, and the caller's tool call stays as it was", () => {
+    const person = { name: "Ada", tags: ["a"] };
+    const args: Record<string, unknown> = { person, list: [{ k: 1 }] };
+    const req = new McpToolCallRequest({ serverName: "s", toolName: "profile", args, headers: {}, runtime: undefined });
+    const seen = req.args as { person: { name: string; tags: string[] }; list: { k: number }[] };
+    expect(() => {
+      seen.person.name = "sk-secret";
+    }).toThrow(TypeError);
+    expect(() => {
+      seen.person.tags.push("b");
+    }).toThrow(TypeError);
+    expect(() => {
+      seen.list[0].k = 2;
+    }).toThrow(TypeError);
+    expect(person).toEqual({ name: "Ada", tags: ["a"] });
+    expect(Object.isFrozen(person)).toBe(false);
+    const proto = JSON.parse('{"__proto__": {"x": 1}}') as Record<string, unknown>;
+    const withProto = new McpToolCallRequest({ serverName: "s", toolName: "t", args: proto, headers: {}, runtime: undefined });
+    expect(Object.keys(withProto.args)).toEqual(["__proto__"]);
+    expect(Object.getPrototypeOf(withProto.args)).toBe(Object.prototype);
+  });
+
   test("override returns a new frozen request and leaves the original as it was", () => {
     const req = request();
     const patch = { args: { text: "patched" } };

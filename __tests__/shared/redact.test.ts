@@ -193,6 +193,10 @@ describe("headerSecrets", () => {
     expect(secrets).toEqual(expect.arrayContaining(["Bearer abc==", "abc==", "k=", "sig=1,b=", "1"]));
   });
 
+  test("the token after a scheme, however many spaces stand between them", () => {
+    expect(headerSecrets({ Authorization: "Bearer  tok-2" })).toEqual(["Bearer  tok-2", "tok-2"]);
+  });
+
   test("parameters with no credential among them (Cache-Control, Prefer) add no parts", () => {
     expect(headerSecrets({ "Cache-Control": "max-age=0", Prefer: "return=minimal, wait=5" })).toEqual([
       "max-age=0",

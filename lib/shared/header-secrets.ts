@@ -63,7 +63,9 @@ export function headerSecrets(...maps: ReadonlyArray<HeaderMap | undefined>): st
       if (NON_CREDENTIAL_HEADERS.has(lower) || value === "") continue;
       secrets.push(value);
       const space = value.indexOf(" ");
-      if (space > 0 && space < value.length - 1) secrets.push(value.slice(space + 1));
+      // The token after the scheme, however many spaces stand between them ("Bearer  tok" is valid).
+      const token = space > 0 ? value.slice(space + 1).replace(/^ +/, "") : "";
+      if (token !== "") secrets.push(token);
       if (lower === "cookie") {
         cookieSecrets(value, add);
       } else {

@@ -2,6 +2,7 @@ import type { ToolMessage } from "@langchain/core/messages";
 import type { ToolRuntime } from "@langchain/core/tools";
 import type { Command } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { isPlainObject } from "./plain-object";
 
 export type McpCallOutcome = CallToolResult | ToolMessage | Command;
 
@@ -29,6 +30,26 @@ function frozenCopy<T extends object>(value: T): Readonly<T> {
 }
 
 /**
+ * Arguments copied and frozen at every depth: an interceptor writing into a nested object in place (a secret into
+ * `args.person.name`) would otherwise change the model's own tool call, which the checkpoint keeps.
+ */
+function frozenArgs(value: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+  return Object.isFrozen(value) ? value : (deepFrozenCopy(value) as Readonly<Record<string, unknown>>);
+}
+
+function deepFrozenCopy(value: unknown): unknown {
+  if (Array.isArray(value)) return Object.isFrozen(value) ? value : Object.freeze(value.map(deepFrozenCopy));
+  if (!isPlainObject(value) || Object.isFrozen(value)) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+    // As an own property also for "__proto__" (JSON arguments may hold that key; assigning it sets the prototype).
+    if (key === "__proto__") Object.defineProperty(copy, key, { value: deepFrozenCopy(item), enumerable: true, writable: true, configurable: true });
+    else copy[key] = deepFrozenCopy(item);
+  }
+  return Object.freeze(copy);
+}
+
+/**
  * One MCP tool call as interceptors see it. Immutable: `override` returns a new request.
  * `toolName` is the raw MCP name; `runtime` is the `ToolRuntime` the tool node injected.
  */
@@ -43,7 +64,7 @@ export class McpToolCallRequest {
   constructor(init: McpToolCallRequestInit) {
     this.serverName = init.serverName;
     this.toolName = init.toolName;
-    this.args = frozenCopy(init.args);
+    this.args = frozenArgs(init.args);
     this.headers = frozenCopy(init.headers);
     this.runtime = init.runtime;
     this.meta = frozenCopy(init.meta ?? EMPTY);
