@@ -268,7 +268,8 @@ export class McpToolkit {
     const retired = [...this.retiredPools];
     this.retiredPools.clear();
     await Promise.all([...(current ? [current.pool] : []), ...retired].map((pool) => pool.close()));
-    if (pending) await pending.then((g) => g.pool.close()).catch(() => undefined);
+    // A load still running closes its own sessions when it sees `closed` (loadConsistent); one that finished is `current`.
+    if (pending) await pending.catch(() => undefined);
   }
 
   private invalidate(): void {

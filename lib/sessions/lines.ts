@@ -1,5 +1,6 @@
 import { StringDecoder } from "node:string_decoder";
 import { REDACTED } from "../shared/redact";
+import { sliceWhole } from "../shared/text";
 
 /**
  * Raw characters held back when a line is cut for its length. A secret still arriving at the cut is blanked
@@ -60,8 +61,7 @@ export class LineSplitter {
   private cut(): string {
     const raw = this.pending;
     const whole = this.redact(raw);
-    let at = raw.length - this.keep;
-    if (isHighSurrogate(raw.charCodeAt(at - 1))) at -= 1;
+    const at = sliceWhole(raw, raw.length - this.keep).length;
     const head = this.redact(raw.slice(0, at));
     if (head + this.redact(raw.slice(at)) === whole) {
       this.pending = raw.slice(at);
@@ -78,8 +78,4 @@ export class LineSplitter {
     this.pending = verbatim;
     return whole.slice(0, after);
   }
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
 }

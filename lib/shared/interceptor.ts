@@ -2,7 +2,7 @@ import type { ToolMessage } from "@langchain/core/messages";
 import type { ToolRuntime } from "@langchain/core/tools";
 import type { Command } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { isPlainObject } from "./plain-object";
+import { isPlainObject, setOwn } from "./plain-object";
 
 export type McpCallOutcome = CallToolResult | ToolMessage | Command;
 
@@ -41,11 +41,8 @@ function deepFrozenCopy(value: unknown): unknown {
   if (Array.isArray(value)) return Object.isFrozen(value) ? value : Object.freeze(value.map(deepFrozenCopy));
   if (!isPlainObject(value) || Object.isFrozen(value)) return value;
   const copy: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-    // As an own property also for "__proto__" (JSON arguments may hold that key; assigning it sets the prototype).
-    if (key === "__proto__") Object.defineProperty(copy, key, { value: deepFrozenCopy(item), enumerable: true, writable: true, configurable: true });
-    else copy[key] = deepFrozenCopy(item);
-  }
+  // Own properties also for "__proto__": JSON arguments may hold that key.
+  for (const [key, item] of Object.entries(value as Record<string, unknown>)) setOwn(copy, key, deepFrozenCopy(item));
   return Object.freeze(copy);
 }
 

@@ -1,4 +1,4 @@
-import { isPlainObject } from "./plain-object";
+import { isPlainObject, setOwn } from "./plain-object";
 
 export const REDACTED = "[redacted]";
 
@@ -97,12 +97,6 @@ export class Redactor {
   }
 }
 
-/** `out[key] = value` as an own property, also for "__proto__" (a plain assignment would call its setter). */
-function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
-  if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
-  else out[key] = value;
-}
-
 /** Redactors by their sorted, distinct values (least recently used out), and by the exact list they were asked for. */
 const cache = new Map<string, Redactor>();
 const bySpelling = new Map<string, Redactor>();
@@ -120,7 +114,6 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
   map.set(key, redactor);
   if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
 }
-
 
 /** String values of a record (the run's `context.secrets`), the ones that can be echoed. */
 export function recordSecrets(record: Readonly<Record<string, unknown>> | undefined): string[] {
