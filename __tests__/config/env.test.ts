@@ -65,4 +65,14 @@ describe("resolveEnvReferences", () => {
     expect(Object.prototype.hasOwnProperty.call(result, "__proto__")).toBe(true);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
+
+  it("counts a name every object inherits as unset, in the real process.env too", () => {
+    const input = { whole: "$toString", braced: "${constructor}", inside: "https://h/${valueOf}/mcp", proto: "$__proto__" };
+    for (const source of [env, process.env]) {
+      const result = resolveEnvReferences(input, source);
+      expect(result.value).toEqual(input);
+      expect(result.missing).toEqual(["toString", "constructor", "valueOf", "__proto__"]);
+      expect(result.expanded).toEqual([]);
+    }
+  });
 });

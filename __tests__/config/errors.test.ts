@@ -41,7 +41,7 @@ describe("invalid JSON", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function loadText(text: string): Promise<ConfigJsonSyntaxError> {
+  async function loadText(text: string | Buffer): Promise<ConfigJsonSyntaxError> {
     const file = path.join(dir, "extensions_config.json");
     await writeFile(file, text);
     const error = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger }).then(
@@ -73,6 +73,29 @@ describe("invalid JSON", () => {
     const trailing = await loadText('{"a": 1} sk-SECRET');
     expect(trailing.reason).toBe("unexpected content after the JSON value");
     expect(trailing.message).not.toContain("SECRET");
+  });
+
+  it("refuses bytes that are not UTF-8, naming where, instead of replacing them", async () => {
+    const file = path.join(dir, "extensions_config.json");
+    const latin1 = Buffer.concat([Buffer.from('\ufeff{"mcpServers": {\n  "x": {"command": "\u00e9\ud83d\ude00', "utf8"), Buffer.from([0x4a, 0xfc, 0x72]), Buffer.from('g"}}}')]);
+    await writeFile(file, latin1);
+    const error = await loadExtensionsConfig({ configPath: file, env: {}, logger: silentLogger }).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(ConfigJsonSyntaxError);
+    // The byte-order mark is not counted; é and the emoji (one and two UTF-16 units) are.
+    expect((error as ConfigJsonSyntaxError).message).toContain("invalid UTF-8 at line 2 column 25 (position 41)");
+  });
+
+  it.each([
+    ["a lone continuation byte", [0x80]],
+    ["an overlong encoding", [0xc0, 0xaf]],
+    ["an overlong three-byte encoding", [0xe0, 0x80, 0xaf]],
+    ["a UTF-16 surrogate", [0xed, 0xa0, 0x80]],
+    ["a value past U+10FFFF", [0xf4, 0x90, 0x80, 0x80]],
+    ["a sequence cut by the end of the file", [0xe2, 0x82]],
+  ])("refuses %s at its position", async (_what, bad) => {
+    const error = await loadText(Buffer.concat([Buffer.from('{"a": "ok'), Buffer.from(bad), Buffer.from('"}')]));
+    expect(error.reason).toBe("invalid UTF-8");
+    expect(error.position).toBe(9);
   });
 
   it("accepts a leading byte-order mark", async () => {

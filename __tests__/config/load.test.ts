@@ -145,6 +145,15 @@ describe("loadExtensionsConfig", () => {
     });
   });
 
+  it("reports an enabled server named __proto__ as skipped instead of losing it", async () => {
+    const file = path.join(dir, "extensions_config.json");
+    await writeFile(file, '{"mcpServers": {"__proto__": {"command": "npx"}, "ok": {"command": "npx"}}}');
+    const loaded = await loadExtensionsConfig({ configPath: file, env: {}, logger });
+    expect(Object.keys(loaded.config.mcpServers)).toEqual(["ok"]);
+    expect(loaded.skipped).toEqual([{ server: "__proto__", transport: "stdio", reason: "MCP server name '__proto__' is reserved; not starting it" }]);
+    expect(logger.messages("warn")).toEqual(["MCP server name '__proto__' is reserved; not starting it"]);
+  });
+
   describe("routing", () => {
     it("clamps priorities outside 0..100 with a warning naming the JSON path", async () => {
       const loaded = await load({
@@ -249,7 +258,12 @@ describe("loadExtensionsConfig", () => {
       ["a line break from a $VAR", { "X-Api-Key": "$BAD_HEADER_VALUE" }, "header 'X-Api-Key' from static headers contains a line break (CR or LF); the value is not shown"],
       ["leading whitespace", { Authorization: " Bearer t0ken" }, "header 'Authorization' from static headers has leading or trailing whitespace; the value is not shown"],
       ["a non-ASCII value", { "X-Name": "Jürgen" }, "header 'X-Name' from static headers contains a non-ASCII character; the value is not shown"],
-      ["an invalid name", { "X Api Key": "v" }, "header 'X Api Key' from static headers is not a valid HTTP header name; the value is not shown"],
+      ["an invalid name", { "X Api Key": "v" }, "header 'X…' from static headers is not a valid HTTP header name; the value is not shown"],
+      [
+        "a value typed into the name",
+        { "Authorization: Bearer secret-part": "v" },
+        "header 'Authorization…' from static headers is not a valid HTTP header name; the value is not shown",
+      ],
       ["a transport-owned name", { "mcp-session-id": "v" }, "header 'mcp-session-id' from static headers is managed by the MCP transport and cannot be set; the value is not shown"],
     ])("%s: the server is skipped with a message naming header and layer", async (_what, headers, problem) => {
       const env = { BAD_HEADER_VALUE: "secret-part\r\nX-Evil: 1" };

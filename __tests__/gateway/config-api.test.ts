@@ -95,6 +95,22 @@ describe("GET /api/mcp/config", () => {
     expect(invalid.text).not.toContain(dir);
   });
 
+  test("a file that is not UTF-8 is refused, never rewritten with its bytes replaced", async () => {
+    const { call, app, file } = await setup();
+    const latin1 = Buffer.concat([Buffer.from('{"mcpServers": {"a": {"command": "npx", "env": {"PASS": "caf'), Buffer.from([0xe9]), Buffer.from('"}}, "b": {"command": "npx"}}}')]);
+    await writeFile(file, latin1);
+    const read = await call("GET", "/api/mcp/config");
+    expect(read.status).toBe(500);
+    expect(read.json.detail).toContain("invalid UTF-8 at line 1 column 61 (position 60)");
+    expect((await call("PATCH", "/api/mcp/config", { server_name: "b", enabled: false })).status).toBe(500);
+    expect((await readFile(file)).equals(latin1)).toBe(true);
+    const body = Buffer.concat([Buffer.from('{"mcp_servers": {"x": {"command": "npx", "args": ["'), Buffer.from([0xff]), Buffer.from('"]}}}')]);
+    const put = await app.request("/api/mcp/config", { method: "PUT", body, headers: { "content-type": "application/json" } });
+    expect(put.status).toBe(400);
+    expect(((await put.json()) as { detail: string }).detail).toBe("request body is not valid JSON: invalid UTF-8 at line 1 column 52");
+    expect((await readFile(file)).equals(latin1)).toBe(true);
+  });
+
   test("no config file: an empty server list", async () => {
     const dir = await makeTempDir("gateway-none-");
     const app = createGatewayApp({ cwd: dir, env: {}, authorize: () => ADMIN });

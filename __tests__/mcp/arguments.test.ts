@@ -6,6 +6,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { createAgent } from "langchain";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
+import { describeArgumentProblems } from "../../lib/mcp/arguments";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { toolCalls, toolMessagesOf, toolNodeGraph } from "../fixtures/graph";
 import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
@@ -121,4 +122,9 @@ describe("argument-validation errors reach the model as one clean line per field
     expect((message as ToolMessage).content).toBe("sum=3");
     expect(seen).toEqual([`start ${JSON.stringify({ a: 1, b: 2 })}`, "end"]);
   });
+});
+
+test("a missing required field named like an inherited property is still named", () => {
+  const schema = { type: "object" as const, properties: { constructor: { type: "string" as const }, toString: { type: "string" as const } }, required: ["constructor", "toString"] };
+  expect(describeArgumentProblems(schema, {})).toEqual(["constructor: required field missing", "toString: required field missing"]);
 });

@@ -6,6 +6,7 @@ import {
   headerNameProblem,
   headerValueProblem,
   mergeHeaders,
+  shownHeaderName,
 } from "../../lib/shared";
 
 describe("mergeHeaders", () => {
@@ -61,6 +62,16 @@ describe("header validation", () => {
     ["Host", "is managed by the MCP transport and cannot be set"],
   ])("header name %j: %s", (name, problem) => {
     expect(headerNameProblem(name)).toBe(problem);
+  });
+
+  test.each([
+    ["X-Api-Key", "X-Api-Key"],
+    ["Authorization: Bearer sk-123", "Authorization…"],
+    ["X\nForged: line", "X…"],
+    [" lead", "…"],
+    ["a".repeat(70), `${"a".repeat(64)}…`],
+  ])("header name %j is shown as %j", (name, shown) => {
+    expect(shownHeaderName(name)).toBe(shown);
   });
 
   test("the error names server, header and layer, never the value", () => {

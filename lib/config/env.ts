@@ -6,7 +6,7 @@
  * - `$$` is a literal `$`;
  * - `$NAME` inside a longer string stays literal.
  *
- * An unset variable (`env[name] === undefined`) is reported in `missing` and its reference is left in
+ * An unset variable (no string value in `env`) is reported in `missing` and its reference is left in
  * place; the caller decides what to do (the loader skips the server, fail closed).
  */
 import { isPlainObject } from "../shared/plain-object";
@@ -43,6 +43,12 @@ function resolveValue(value: unknown, env: NodeJS.ProcessEnv, seen: Seen): unkno
   return value;
 }
 
+/** The variable's string value: `$toString` or `$constructor` must not find the function every object inherits. */
+function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const found: unknown = env[name];
+  return typeof found === "string" ? found : undefined;
+}
+
 function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string {
   const { missing, expanded } = seen;
   if (!text.includes("$")) return text;
@@ -50,7 +56,7 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string
   const whole = WHOLE_REFERENCE.exec(text);
   if (whole) {
     const name = whole[1] ?? whole[2] ?? "";
-    const found = env[name];
+    const found = envValue(env, name);
     if (found === undefined) {
       missing.add(name);
       return text;
@@ -78,7 +84,7 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string
       const braced = BRACED_NAME.exec(text.slice(dollar + 1));
       if (braced) {
         const name = braced[1] ?? "";
-        const found = env[name];
+        const found = envValue(env, name);
         if (found === undefined) {
           missing.add(name);
           out += `$${braced[0]}`;

@@ -3,6 +3,51 @@ import { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath } from ".
 /** Deeper documents are refused: the env resolution, the schema and our walkers recurse. */
 export const MAX_CONFIG_DEPTH = 64;
 
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The document's bytes as text. Bytes that are not UTF-8 are refused, naming their position, instead of
+ * becoming U+FFFD: a Latin-1 credential would silently change, and a writer would save the change.
+ */
+export function decodeJsonDocument(bytes: Uint8Array, file: string): string {
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    // The decoder drops a leading byte-order mark, so positions count from the text after it, as JSON errors do.
+    const valid = strictUtf8.decode(bytes.subarray(0, validUtf8Prefix(bytes)));
+    const { line, column } = lineAndColumn(valid, valid.length);
+    throw new ConfigJsonSyntaxError(file, "invalid UTF-8", valid.length, line, column);
+  }
+}
+
+/** How many leading bytes form whole, valid UTF-8 sequences (RFC 3629: no overlongs, surrogates or values past U+10FFFF). */
+function validUtf8Prefix(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i];
+    let length: number;
+    let low = 0x80;
+    let high = 0xbf;
+    if (b < 0x80) length = 1;
+    else if (b >= 0xc2 && b <= 0xdf) length = 2;
+    else if (b >= 0xe0 && b <= 0xef) {
+      length = 3;
+      if (b === 0xe0) low = 0xa0;
+      if (b === 0xed) high = 0x9f;
+    } else if (b >= 0xf0 && b <= 0xf4) {
+      length = 4;
+      if (b === 0xf0) low = 0x90;
+      if (b === 0xf4) high = 0x8f;
+    } else return i;
+    for (let k = 1; k < length; k += 1) {
+      const next = bytes[i + k];
+      if (next === undefined || next < (k === 1 ? low : 0x80) || next > (k === 1 ? high : 0xbf)) return i;
+    }
+    i += length;
+  }
+  return i;
+}
+
 /**
  * `JSON.parse` with an error that names the position but not the content: V8's own messages quote
  * the text around the error ("Unexpected token 'S', \"{\"token\": SECRET…\" is not valid JSON").

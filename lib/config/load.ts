@@ -4,7 +4,7 @@ import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
-import { parseJsonDocument } from "./json";
+import { decodeJsonDocument, parseJsonDocument } from "./json";
 import { resolveExtensionsConfigPath } from "./path";
 import {
   ExtensionsConfigSchema,
@@ -73,7 +73,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     throw new Error(`Failed to read extensions config at ${path}: ${reason}`, { cause: err });
   }
 
-  const parsed = parseJsonDocument(file.bytes.toString("utf8"), path);
+  const parsed = parseJsonDocument(decodeJsonDocument(file.bytes, path), path);
   if (!isRecord(parsed)) {
     throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   }
@@ -114,6 +114,11 @@ function prepareServers(
   for (const [name, server] of Object.entries(rawServers)) {
     if (!isRecord(server) || server.enabled === false) {
       kept.push([name, server]);
+      continue;
+    }
+    if (name === "__proto__") {
+      // The schema's records drop this key without an issue: say so instead of losing the server silently.
+      skipped.push({ server: name, transport: transportOf(server), reason: "MCP server name '__proto__' is reserved; not starting it" });
       continue;
     }
     const { value, missing, expanded } = resolveEnvReferences(server, env);

@@ -3,7 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { resolveEnvReferences } from "../config/env";
 import { ConfigJsonSyntaxError, ConfigValidationError, describeConfigIssues, shownKey } from "../config/errors";
-import { parseJsonDocument } from "../config/json";
+import { decodeJsonDocument, parseJsonDocument } from "../config/json";
 import { toConfigIssue } from "../config/load";
 import { ExtensionsConfigSchema, McpServerSchema } from "../config/schema";
 import { consoleLogger, type Logger } from "../shared/logger";
@@ -209,11 +209,11 @@ async function resetToolkit(toolkit: GatewayToolkit | undefined, logger: Logger)
 async function readJsonBody(c: Context): Promise<unknown> {
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   try {
-    return parseJsonDocument(new TextDecoder().decode(bytes), "request body");
+    return parseJsonDocument(decodeJsonDocument(bytes, "request body"), "request body");
   } catch (err) {
     if (err instanceof ConfigJsonSyntaxError) {
       const where = err.line === null ? "" : ` at line ${err.line} column ${err.column}`;
-      throw new GatewayHttpError(400, `request body is not valid JSON${where}`);
+      throw new GatewayHttpError(400, `request body is not valid JSON: ${err.reason}${where}`);
     }
     if (err instanceof ConfigValidationError) throw new GatewayHttpError(400, `request body: ${err.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
     throw err;

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import * as nodePath from "node:path";
-import { parseJsonDocument } from "../config/json";
+import { decodeJsonDocument, parseJsonDocument } from "../config/json";
 import { CONFIG_FILE_NAMES, CONFIG_PATH_ENV_VAR, configSearchDirs, resolveExtensionsConfigPath } from "../config/path";
 import { ConfigValidationError, formatIssuePath } from "../config/errors";
 import { withConfigWriteLock, type FileLockOptions } from "./file-lock";
@@ -82,14 +82,14 @@ export class ConfigFile {
 
 /** The parsed file; a missing file is `{}`; a document that is not an object is an error. */
 async function readRaw(path: string): Promise<Record<string, unknown>> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await readFile(path, "utf8");
+    bytes = await readFile(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
     throw err;
   }
-  const parsed = parseJsonDocument(text, path);
+  const parsed = parseJsonDocument(decodeJsonDocument(bytes, path), path);
   if (!isRecord(parsed)) throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   return parsed;
 }

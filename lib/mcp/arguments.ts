@@ -181,7 +181,7 @@ export function describeArgumentProblems(schema: JSONSchema, input: unknown): st
     if (unit.keyword === "required") {
       const present = valueAt(input, segments);
       const missing = Array.isArray(rule)
-        ? rule.filter((name): name is string => typeof name === "string" && !(present !== null && typeof present === "object" && name in present))
+        ? rule.filter((name): name is string => typeof name === "string" && !(present !== null && typeof present === "object" && Object.hasOwn(present, name)))
         : [];
       for (const name of missing) add(fieldPath(input, [...segments, name]), "required field missing");
       if (missing.length === 0) add(fieldPath(input, segments), "a required field is missing");

@@ -50,7 +50,20 @@ export function headerValueProblem(value: string): string | null {
 export class CredentialError extends McpToolCallError {}
 
 export function invalidHeaderMessage(serverName: string, name: string, layer: HeaderLayer, problem: string): string {
-  return `MCP server '${serverName}': header '${name}' from ${LAYER_LABELS[layer]} ${problem}; the value is not shown`;
+  return `MCP server '${serverName}': header '${shownHeaderName(name)}' from ${LAYER_LABELS[layer]} ${problem}; the value is not shown`;
+}
+
+const SHOWN_HEADER_NAME_CHARS = 64;
+const HEADER_NAME_PREFIX = /^[!#$%&'*+.^_`|~0-9A-Za-z-]*/;
+
+/**
+ * A header name as an error may show it: an invalid name only up to its first invalid character, since a
+ * mistyped `"Authorization: Bearer sk-…"` key holds its value after that; any name at most 64 characters.
+ */
+export function shownHeaderName(name: string): string {
+  const prefix = HEADER_NAME_PREFIX.exec(name)?.[0] ?? "";
+  const shown = prefix.slice(0, SHOWN_HEADER_NAME_CHARS);
+  return shown.length < name.length ? `${shown}…` : shown;
 }
 
 /** Throws a `CredentialError` naming server, header and layer when the pair cannot be sent. */

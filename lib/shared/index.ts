@@ -13,6 +13,7 @@ export {
   invalidHeaderMessage,
   MergedHeaders,
   mergeHeaders,
+  shownHeaderName,
   type HeaderLayer,
   type HeaderMap,
 } from "./headers";
