@@ -332,6 +332,7 @@ describe("mcp-harness tools", () => {
           server: "remote",
           rawName: "add",
           transport: "http",
+          task: null,
           routing: { mode: "prefer", priority: 100, keywords: ["maths"], scope: "server" },
         },
       ]),

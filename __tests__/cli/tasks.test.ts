@@ -101,6 +101,60 @@ describe("tasks show", () => {
   });
 });
 
+describe("server-controlled text in the human views", () => {
+  const HOSTILE_ERROR = "boom\n\u001b[2J\u001b]0;owned\u0007line2\r\nt-fake  build  completed\u009b31m\u202eevil\u2028next\u2066x\u007f";
+  const ESCAPED_ERROR = "boom\\n\\x1b[2J\\x1b]0;owned\\x07line2\\r\\nt-fake  build  completed\\x9b31m\\u202eevil\\u2028next\\u2066x\\x7f";
+
+  beforeEach(async () => {
+    await withStore((store) =>
+      store.create({
+        id: "t-evil",
+        userId: "ann",
+        threadId: "th-3",
+        serverName: "jobs",
+        driverName: "ordinary-tools",
+        remoteTaskId: `${REMOTE}-evil`,
+        taskName: "build\u001b[31m\nt-forged",
+        snapshot: new TaskSnapshot({ status: "failed", error: HOSTILE_ERROR, result_preview: `a\nb${"x".repeat(3000)}` }),
+        nextPollAt: null,
+      }),
+    );
+  });
+
+  test("show and list escape control, separator and bidi characters, so rows cannot be forged or the terminal driven", async () => {
+    const show = io(env);
+    expect(await runCli(["tasks", "show", "t-evil", "--user", "ann"], show)).toBe(0);
+    const text = show.stdout.join("\n");
+    expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
+    expect(text.split("\n")).toHaveLength(2 + 15);
+    const errorLine = text.split("\n").find((l) => l.startsWith("error "))!;
+    expect(errorLine.replace(/^error\s+/, "")).toBe(ESCAPED_ERROR);
+    expect(text).toMatch(/^task_name\s+build\\x1b\[31m\\nt-forged$/m);
+
+    const list = io(env);
+    expect(await runCli(["tasks", "list", "--user", "ann", "--thread", "th-3"], list)).toBe(0);
+    const lines = list.stdout.join("\n").split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toMatch(/^t-evil\s+build\\x1b\[31m\\nt-forged\s+failed\s/);
+
+    const cancel = io(env);
+    expect(await runCli(["tasks", "cancel", "t-evil", "--user", "ann", "--thread", "th-3"], cancel)).toBe(0);
+    expect(cancel.stdout).toEqual(["t-evil (build\\x1b[31m\\nt-forged) is already failed; nothing to cancel"]);
+  });
+
+  test("a long cell is bounded in the table; --json keeps the value exact", async () => {
+    const show = io(env);
+    expect(await runCli(["tasks", "show", "t-evil", "--user", "ann"], show)).toBe(0);
+    const preview = show.stdout.join("\n").split("\n").find((l) => l.startsWith("result_preview"))!;
+    expect(preview).toMatch(/^result_preview\s+a\\nbx+… \[truncated \d+ characters\]$/);
+    expect(preview.length).toBeLessThan(300);
+
+    const json = io(env);
+    expect(await runCli(["tasks", "show", "t-evil", "--user", "ann", "--json"], json)).toBe(0);
+    expect(JSON.parse(json.stdout.join(""))).toMatchObject({ error: HOSTILE_ERROR, result_preview: `a\nb${"x".repeat(3000)}`, task_name: "build\u001b[31m\nt-forged" });
+  });
+});
+
 describe("tasks cancel", () => {
   test("persists the fence only, once; a finished task is left alone; another thread's task is not found", async () => {
     const out = io(env);
@@ -123,6 +177,33 @@ describe("tasks cancel", () => {
     expect(await runCli(["tasks", "cancel", "t-other-thread", "--user", "ann", "--thread", "th-1", "--json"], elsewhere)).toBe(1);
     expect(JSON.parse(elsewhere.stdout.join(""))).toEqual({ ok: false, error: "no task 't-other-thread' for user 'ann' on thread 'th-1'" });
     expect((await withStore((s) => s.get("t-other-thread", "ann")))!.cancel_requested_at).toBeNull();
+  });
+
+  test("a task that finished after an earlier request is already <status>: nothing is requested, --json says so", async () => {
+    await withStore(async (store) => {
+      expect(await store.requestCancel("t-run", "ann", "th-1")).not.toBeNull();
+      const [claimed] = await store.claimCancels({ leaseOwner: "w-1", leaseSeconds: 60, limit: 1, now: new Date(Date.now() + 1000) });
+      const applied = await store.applyCancelSnapshot({
+        taskId: "t-run",
+        leaseOwner: "w-1",
+        leaseExpiresAt: claimed!.lease_expires_at,
+        snapshot: new TaskSnapshot({ status: "cancelled" }),
+        trackingDegradedAfterErrors: 3,
+      });
+      expect(applied).toBe(true);
+    });
+    const before = await withStore((s) => s.get("t-run", "ann"));
+    expect(before).toMatchObject({ status: "cancelled" });
+    expect(before!.cancel_requested_at).toBeInstanceOf(Date);
+
+    const out = io(env);
+    expect(await runCli(["tasks", "cancel", "t-run", "--user", "ann", "--thread", "th-1"], out)).toBe(0);
+    expect(out.stdout.join("")).toBe("t-run (build) is already cancelled; nothing to cancel");
+    const json = io(env);
+    expect(await runCli(["tasks", "cancel", "t-run", "--user", "ann", "--thread", "th-1", "--json"], json)).toBe(0);
+    // The task keeps the fence of the earlier request; this call requested nothing.
+    expect(JSON.parse(json.stdout.join(""))).toMatchObject({ ok: true, cancel_requested: false, task: { task_id: "t-run", status: "cancelled", cancel_requested: true } });
+    expect((await withStore((s) => s.get("t-run", "ann")))!.updated_at).toEqual(before!.updated_at);
   });
 
   test("a bad database URL is one line and exit 1", async () => {

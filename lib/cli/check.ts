@@ -1,12 +1,13 @@
-import type { LoadedExtensionsConfig, McpRouting, McpTransportType } from "../config";
+import { McpTaskConfigurationError, type LoadedExtensionsConfig, type McpRouting, type McpTransportType } from "../config";
 import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
 import { validateStdioLaunch } from "../gateway";
-import { probeServers, type ServerProbe } from "../mcp";
+import { checkedTaskServers, probeServers, type ServerProbe } from "../mcp";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
 import { CliConfigError, loadForCli, searchedLocations } from "./config";
 import type { CliIo } from "./io";
 import { renderTable } from "./table";
+import { listingToolkit } from "./task-listing";
 
 type ServerStatus = "ok" | "failed" | "skipped" | "disabled" | "unchecked";
 
@@ -79,6 +80,38 @@ function launchPolicyWarnings(loaded: LoadedExtensionsConfig, env: NodeJS.Proces
   return warnings;
 }
 
+function taskConfigurationMessage(err: unknown): string {
+  if (!(err instanceof McpTaskConfigurationError)) throw err;
+  return err.message;
+}
+
+/** The task runtime's startup rules on the file alone (toolsets need `mcpTasks.enabled`): the problem, or `null`. */
+function taskSettingsProblem(loaded: LoadedExtensionsConfig): string | null {
+  try {
+    checkedTaskServers(loaded.config);
+    return null;
+  } catch (err) {
+    return taskConfigurationMessage(err);
+  }
+}
+
+/**
+ * Online: discovery as an agent's toolkit runs it, with the runtime's own wrapping of task tools, so a toolset
+ * naming a raw tool its server does not list fails here as it fails at startup. Only for configs with task servers.
+ */
+async function taskToolsetsProblem(loaded: LoadedExtensionsConfig, io: CliIo): Promise<string | null> {
+  if (checkedTaskServers(loaded.config).length === 0) return null;
+  const { toolkit } = listingToolkit(loaded.path, io, new RecordingLogger());
+  try {
+    await toolkit.getTools();
+    return null;
+  } catch (err) {
+    return taskConfigurationMessage(err);
+  } finally {
+    await toolkit.close();
+  }
+}
+
 /** Tries every enabled server; on a terminal, one progress line per server as it finishes. */
 async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress: boolean): Promise<Map<string, ServerProbe>> {
   const enabled = Object.values(loaded.config.mcpServers).filter((s) => s.enabled).length;
@@ -100,8 +133,10 @@ async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress:
 /**
  * `check [config] [--json] [--offline] [--allow-empty]`: validate the config, then (unless `--offline`)
  * try every enabled server (connect + list tools, under its `session_init_timeout`, in parallel) and load
- * every `mcpInterceptors` entry as startup would. Exit 1 when the file is invalid, when no config was found
- * (unless `--allow-empty`), or when any enabled server or interceptor fails; one line per failure.
+ * every `mcpInterceptors` entry as startup would, and apply the task runtime's startup rules (offline: the
+ * settings; online also the toolsets' raw tools against what their servers list). Exit 1 when the file is invalid,
+ * when no config was found (unless `--allow-empty`), or when any enabled server, interceptor or task rule fails;
+ * one line per failure.
  */
 export async function checkCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { positional, flags } = parseArgs(args, CHECK_FLAGS, 1);
@@ -133,9 +168,14 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
   const warnings = [...loaded.warnings, ...launchPolicyWarnings(loaded, io.env)];
   const specs = interceptorSpecs(loaded.config.mcpInterceptors);
   const progress = Boolean(io.interactive) && !json && !offline;
-  const [probes, interceptors] = offline
-    ? [new Map<string, ServerProbe>(), specs.map((spec): InterceptorReport => ({ spec, status: "unchecked" }))]
-    : await Promise.all([checkServers(loaded, io, progress), checkInterceptors(specs, loaded.path)]);
+  const settingsProblem = taskSettingsProblem(loaded);
+  const [probes, interceptors, toolsetsProblem] = offline
+    ? [new Map<string, ServerProbe>(), specs.map((spec): InterceptorReport => ({ spec, status: "unchecked" })), null]
+    : await Promise.all([
+        checkServers(loaded, io, progress),
+        checkInterceptors(specs, loaded.path),
+        settingsProblem === null ? taskToolsetsProblem(loaded, io) : null,
+      ]);
 
   const servers: ServerReport[] = Object.entries(loaded.config.mcpServers).map(([name, server]) => {
     const routing = { ...server.routing, keywords: [...server.routing.keywords] };
@@ -171,6 +211,7 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
   const failures = [
     ...servers.filter((s) => s.status === "failed" || s.status === "skipped").map(serverLine),
     ...interceptors.filter((i) => i.status === "failed").map(interceptorLine),
+    ...[settingsProblem, toolsetsProblem].filter((problem): problem is string => problem !== null),
   ];
   const ok = failures.length === 0;
 

@@ -3,12 +3,13 @@ import {
   TASK_LIST_DEFAULT_LIMIT,
   TASK_LIST_MAX_LIMIT,
   TaskStoreConfigError,
+  TERMINAL_TASK_STATUSES,
   type TaskRecord,
   type TaskStore,
 } from "../tasks";
 import { parseArgs, UsageError } from "./args";
 import type { CliIo } from "./io";
-import { renderTable } from "./table";
+import { escapeControls, renderTable } from "./table";
 
 /** What the CLI shows of a task: never its remote id, driver data or server (SPEC §8.4's rule, kept here too). */
 export interface TaskView {
@@ -117,13 +118,16 @@ export async function tasksCommand(args: readonly string[], io: CliIo): Promise<
       return 1;
     }
     const view = taskView(record);
-    if (json) io.out(JSON.stringify(sub === "show" ? view : { ok: true, cancel_requested: view.cancel_requested, task: view }, null, 2));
+    // A finished row keeps the fence of an earlier request; this call requested nothing.
+    const requested = view.cancel_requested && !TERMINAL_TASK_STATUSES.has(record.status);
+    if (json) io.out(JSON.stringify(sub === "show" ? view : { ok: true, cancel_requested: requested, task: view }, null, 2));
     else if (sub === "show") io.out(showLines(view));
     else {
+      const task = `${escapeControls(view.task_id)} (${escapeControls(view.task_name)}`;
       io.out(
-        view.cancel_requested
-          ? `cancellation of ${view.task_id} (${view.task_name}, ${view.status}) requested; a running worker cancels it remotely`
-          : `${view.task_id} (${view.task_name}) is already ${view.status}; nothing to cancel`,
+        requested
+          ? `cancellation of ${task}, ${view.status}) requested; a running worker cancels it remotely`
+          : `${task}) is already ${view.status}; nothing to cancel`,
       );
     }
     return 0;

@@ -1,14 +1,18 @@
-import type { LoadedExtensionsConfig } from "../config";
-import { createMcpToolkit, getMcpRouting, getMcpToolRecord } from "../mcp";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { McpTaskConfigurationError, type LoadedExtensionsConfig } from "../config";
+import { getMcpRouting, getMcpToolRecord } from "../mcp";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
 import { CliConfigError, loadForCli } from "./config";
 import type { CliIo } from "./io";
 import { renderTable } from "./table";
+import { listingToolkit } from "./task-listing";
 
 /**
  * `tools [config] [--json]`: discover and list every tool with its source server, raw name, transport and
- * routing. Exit 1 when there were enabled servers and every one of them failed (or was not started).
+ * routing, as an agent gets them: a task server's submit tools carry their toolset's name (`task`), its status and
+ * cancel tools are hidden. Exit 1 when there were enabled servers and every one of them failed (or was not started),
+ * or when the task toolsets break a startup rule (the agent's `getTools()` would fail the same way).
  */
 export async function toolsCommand(args: readonly string[], io: CliIo): Promise<number> {
   const { positional, flags } = parseArgs(args, ["json"], 1);
@@ -26,10 +30,18 @@ export async function toolsCommand(args: readonly string[], io: CliIo): Promise<
   }
 
   const logger = new RecordingLogger();
-  const toolkit = createMcpToolkit({ configPath: loaded.path ?? undefined, env: io.env, cwd: io.cwd, logger });
+  const { toolkit, tasks } = listingToolkit(loaded.path, io, logger);
   try {
     if (!json && io.interactive) io.err("discovering MCP tools…");
-    const tools = await toolkit.getTools();
+    let tools: DynamicStructuredTool[];
+    try {
+      tools = await toolkit.getTools();
+    } catch (err) {
+      if (!(err instanceof McpTaskConfigurationError)) throw err;
+      if (json) io.out(JSON.stringify({ ok: false, error: err.message }, null, 2));
+      else io.err(`error: ${err.message}`);
+      return 1;
+    }
     const rows = tools.map((tool) => {
       const record = getMcpToolRecord(tool)!;
       const routing = getMcpRouting(tool);
@@ -38,6 +50,7 @@ export async function toolsCommand(args: readonly string[], io: CliIo): Promise<
         server: record.server,
         rawName: record.rawName,
         transport: record.transport,
+        task: tasks.taskOf(record),
         routing: routing ? { mode: routing.mode, priority: routing.priority, keywords: routing.keywords, scope: routing.scope } : null,
       };
     });
@@ -55,8 +68,15 @@ export async function toolsCommand(args: readonly string[], io: CliIo): Promise<
     } else {
       io.out(
         renderTable(
-          ["tool", "server", "raw name", "transport", "routing"],
-          rows.map((r) => [r.name, r.server, r.rawName, r.transport, r.routing ? `prefer ${r.routing.priority}: ${r.routing.keywords.join(", ")}` : "-"]),
+          ["tool", "server", "raw name", "transport", "task", "routing"],
+          rows.map((r) => [
+            r.name,
+            r.server,
+            r.rawName,
+            r.transport,
+            r.task ?? "-",
+            r.routing ? `prefer ${r.routing.priority}: ${r.routing.keywords.join(", ")}` : "-",
+          ]),
         ),
       );
       for (const warning of [...Object.values(failures), ...warnings]) io.err(`warning: ${warning}`);

@@ -34,6 +34,7 @@ export {
   McpTaskLookupError,
   McpTaskService,
   McpTaskServiceStoppedError,
+  submitLeftRemoteTaskRunning,
   type CancellationReport,
   type McpTaskServiceOptions,
   type NotificationReport,

@@ -124,6 +124,16 @@ export class McpTaskServiceStoppedError extends Error {
   }
 }
 
+const leftRunning = new WeakSet<object>();
+
+/**
+ * Whether a failed submit left a job running on the server: its row could not be stored and the compensating
+ * cancel failed too, so nothing tracks that job. The error itself stays the one the store raised.
+ */
+export function submitLeftRemoteTaskRunning(err: unknown): boolean {
+  return typeof err === "object" && err !== null && leftRunning.has(err);
+}
+
 export function defaultLeaseOwner(): string {
   const suffix = `:${randomUUID().replace(/-/g, "")}`;
   return `${hostname().slice(0, MCP_TASK_LEASE_OWNER_MAX_LENGTH - suffix.length)}${suffix}`;
@@ -240,7 +250,11 @@ export class McpTaskService {
       });
     } catch (err) {
       if (err instanceof DuplicateMcpRemoteTaskError) throw err;
-      await this.#cancelUntracked(driver, driverName, ref);
+      if (!(await this.#cancelUntracked(driver, driverName, ref))) {
+        const marked = typeof err === "object" && err !== null ? err : new Error(String(err));
+        leftRunning.add(marked);
+        throw marked;
+      }
       throw err;
     }
     if (caller?.aborted) {
@@ -252,14 +266,17 @@ export class McpTaskService {
     return record;
   }
 
-  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference): Promise<void> {
+  /** Whether the remote task was cancelled. */
+  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference): Promise<boolean> {
     try {
       await this.#remote((o) => driver.cancel(ref, o));
+      return true;
     } catch (err) {
       this.#logger.warn(
         `Failed to cancel untracked MCP task after persistence failure (task_id=${ref.localTaskId}, driver=${driverName}, ` +
           `server=${ref.serverName}, remote_task_id=${JSON.stringify(cutCodePoints(ref.remoteTaskId, MCP_TASK_REMOTE_ID_MAX_LENGTH))}): ${loggedError(err)}`,
       );
+      return false;
     }
   }
 

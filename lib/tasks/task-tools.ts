@@ -25,6 +25,8 @@ import { boundText } from "../shared/text";
 import { TaskCallShortCircuitError } from "./caller";
 import { McpTaskToolError, ORDINARY_MCP_TASK_DRIVER } from "./drivers/ordinary";
 import { McpTaskProtocolError, TaskSubmitRequest, type DriverCallOptions } from "./model";
+import { submitLeftRemoteTaskRunning } from "./service";
+import { neutralizeUntrustedTags } from "./untrusted";
 import type { TaskRecord } from "./store";
 import { DuplicateMcpRemoteTaskError } from "./store";
 
@@ -77,6 +79,9 @@ function submitFailureText(err: unknown, taskName: string, logger: Logger): stri
     return `${prefix}: ${boundText((err as Error).message, SUBMIT_ERROR_MAX_CHARS)}`;
   }
   logger.error(`durable task submit failed (${taskName}): ${err instanceof Error ? err.name : typeof err}`);
+  if (submitLeftRemoteTaskRunning(err)) {
+    return `${prefix}: the task could not be stored, and the job it started on the server could not be cancelled; it may still be running there, untracked`;
+  }
   return `${prefix}: the task could not be stored; nothing is running on the server`;
 }
 
@@ -125,7 +130,8 @@ export class TaskToolWrapper {
 
   private wrapSubmit(discovered: DiscoveredTool, toolset: McpTaskToolset): DynamicStructuredTool {
     const { spec } = discovered;
-    const description = `${spec.description}${spec.description ? "\n\n" : ""}${submitContract(toolset.name)}`;
+    // The operator's name, as every text that reaches the model shows it (SPEC §6.5).
+    const description = `${spec.description}${spec.description ? "\n\n" : ""}${submitContract(neutralizeUntrustedTags(toolset.name))}`;
     const driverData = { submit_tool: toolset.submit_tool, status_tool: toolset.status_tool, cancel_tool: toolset.cancel_tool };
     return createHarnessTool({ ...spec, description }, (record, visibleName, args, config) =>
       this.submit(record, visibleName, args, config, toolset.name, driverData),
@@ -147,9 +153,10 @@ export class TaskToolWrapper {
       if (status === "error") throw new McpToolCallError(content);
       return content;
     };
+    const shownName = neutralizeUntrustedTags(taskName);
     const threadId = runThreadId(runtime);
     if (threadId === undefined) {
-      return answer(`Background task '${taskName}' needs a conversation thread: run the agent with a thread_id`, "error");
+      return answer(`Background task '${shownName}' needs a conversation thread: run the agent with a thread_id`, "error");
     }
     let task: TaskRecord;
     try {
@@ -166,11 +173,11 @@ export class TaskToolWrapper {
       task = await this.submitter.submit(ORDINARY_MCP_TASK_DRIVER, request, { signal: runtime?.signal, runtime });
     } catch (err) {
       if (runtime?.signal?.aborted) throw err;
-      return answer(submitFailureText(err, taskName, this.logger), "error");
+      return answer(submitFailureText(err, shownName, this.logger), "error");
     }
     const submitted: SubmittedTask = {
       task_id: task.id,
-      task_name: task.task_name,
+      task_name: neutralizeUntrustedTags(task.task_name),
       status: task.status,
       message: "Task is running in the background.",
     };

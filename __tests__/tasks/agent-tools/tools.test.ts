@@ -4,10 +4,14 @@
  * the worker's, and its outcome comes back into the thread through the graph notifier.
  */
 import { describe, expect, test } from "@jest/globals";
-import type { BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import { ScriptedChatModel } from "../../../lib/agent";
 import {
   BACKGROUND_TASKS_KEY,
   createBackgroundTaskTools,
+  createBackgroundTasksMiddleware,
   TaskSnapshot,
   TaskStatus,
   type BackgroundTaskRow,
@@ -125,5 +129,29 @@ describe("the background_tasks projection", () => {
     const rows = (await state("th-p"))[BACKGROUND_TASKS_KEY] as BackgroundTaskRow[];
     expect(rows).toHaveLength(20);
     expect(new Set(rows.map((r) => r.task_name))).toEqual(new Set(["&lt;b&gt;odd&lt;/b&gt;"]));
+  });
+
+  test("a numeric user or thread id in the run's context projects that id's tasks instead of failing the run", async () => {
+    const h = await harness();
+    await h.runtime.store.create({
+      id: "mcp-task-n1",
+      userId: "42",
+      threadId: "th-n",
+      serverName: "jobs",
+      driverName: "ordinary-tools",
+      remoteTaskId: "r-n",
+      taskName: "build",
+      snapshot: new TaskSnapshot({ status: TaskStatus.WORKING }),
+      nextPollAt: null,
+    });
+    const agent = createAgent({
+      model: new ScriptedChatModel([], { fallback: () => new AIMessage("ok") }),
+      tools: [],
+      checkpointer: new MemorySaver(),
+      middleware: [createBackgroundTasksMiddleware(h.runtime)],
+    });
+    const config = { context: { user_id: 42, thread_id: null }, configurable: { thread_id: "th-n" } };
+    const result = (await agent.invoke({ messages: [new HumanMessage("hello")] }, config as never)) as Record<string, unknown>;
+    expect((result[BACKGROUND_TASKS_KEY] as BackgroundTaskRow[]).map((row) => row.task_id)).toEqual(["mcp-task-n1"]);
   });
 });

@@ -22,8 +22,11 @@ export interface BackgroundTaskRow {
   updated_at: string;
 }
 
-/** A middleware sees only the context keys it declares: these are the ones the run's identity is read from. */
-const identityContextSchema = z.object({ user_id: z.string().optional(), thread_id: z.string().optional() });
+/**
+ * A middleware sees only the context keys it declares: these are the ones the run's identity is read from. Any type:
+ * the identity resolver reads numbers as ids and ignores the rest; a stricter schema would fail the whole run.
+ */
+const identityContextSchema = z.object({ user_id: z.unknown().optional(), thread_id: z.unknown().optional() });
 
 const rowSchema = z.object({ task_id: z.string(), task_name: z.string(), status: z.string(), updated_at: z.string() });
 
