@@ -39,25 +39,47 @@ describe("assignVisibleNames: the documented collision rule", () => {
       ],
     },
     {
-      case: "a server's own configured 'raw2_ping' beats its renamed 'ping', whatever the order",
+      case: "a server's own configured 'raw2_ping' beats its renamed 'ping', which keeps 'ping' when the other server moved",
       servers: [["other", false, ["ping"]], ["raw2", false, ["ping", "raw2_ping"]]],
-      names: ["other_ping", "raw2_ping"],
-      sources: ["other/ping", "raw2/raw2_ping"],
+      names: ["other_ping", "ping", "raw2_ping"],
+      sources: ["other/ping", "raw2/ping", "raw2/raw2_ping"],
       warnings: [
         "MCP tool name 'ping' is exposed by several servers (other, raw2); exposing server 'other's tool as 'other_ping'",
-        "MCP tool name 'ping' is exposed by several servers (other, raw2); dropping server 'raw2's tool 'ping': " +
+        "MCP tool name 'ping' is exposed by several servers (other, raw2); keeping server 'raw2's tool as 'ping': " +
           "its fallback name 'raw2_ping' is the configured name of the server's own tool 'raw2_ping'",
       ],
     },
     {
-      case: "another server's configured name beats a fallback even when that server comes later",
+      case: "another server's configured name beats a fallback even when that server comes later; the tool keeps its own name",
       servers: [["y", false, ["ping"]], ["z", false, ["ping"]], ["x", false, ["y_ping"]]],
-      names: ["z_ping", "y_ping"],
-      sources: ["z/ping", "x/y_ping"],
+      names: ["ping", "z_ping", "y_ping"],
+      sources: ["y/ping", "z/ping", "x/y_ping"],
       warnings: [
-        "MCP tool name 'ping' is exposed by several servers (y, z); dropping server 'y's tool 'ping': " +
+        "MCP tool name 'ping' is exposed by several servers (y, z); keeping server 'y's tool as 'ping': " +
           "its fallback name 'y_ping' is the configured name of tool 'y_ping' of server 'x'",
         "MCP tool name 'ping' is exposed by several servers (y, z); exposing server 'z's tool as 'z_ping'",
+      ],
+    },
+    {
+      case: "when no fallback works, the first in config order keeps the name and the later one is dropped",
+      servers: [["fs.home", false, ["read_file", "list"]], ["fs.work", false, ["read_file"]]],
+      names: ["read_file", "list"],
+      sources: ["fs.home/read_file", "fs.home/list"],
+      warnings: [
+        "MCP tool name 'read_file' is exposed by several servers (fs.home, fs.work); keeping server 'fs.home's tool as 'read_file': " +
+          "its fallback name 'fs.home_read_file' is invalid (it must match ^[A-Za-z0-9_-]+$)",
+        "MCP tool name 'read_file' is exposed by several servers (fs.home, fs.work); dropping server 'fs.work's tool 'read_file': " +
+          "its fallback name 'fs.work_read_file' is invalid (it must match ^[A-Za-z0-9_-]+$)",
+      ],
+    },
+    {
+      case: "a prefixed claimant holds the name: an unprefixed one whose fallback fails is dropped",
+      servers: [["x.y", false, ["p_q"]], ["p", true, ["q"]]],
+      names: ["p_q"],
+      sources: ["p/q"],
+      warnings: [
+        "MCP tool name 'p_q' is exposed by several servers (x.y, p); dropping server 'x.y's tool 'p_q': " +
+          "its fallback name 'x.y_p_q' is invalid (it must match ^[A-Za-z0-9_-]+$)",
       ],
     },
     {
@@ -87,25 +109,25 @@ describe("assignVisibleNames: the documented collision rule", () => {
     {
       case: "two equal fallbacks resolve in config order",
       servers: [["a_b", false, ["c"]], ["a", false, ["b_c"]], ["m", false, ["c"]], ["n", false, ["b_c"]]],
-      names: ["a_b_c", "m_c", "n_b_c"],
-      sources: ["a_b/c", "m/c", "n/b_c"],
+      names: ["a_b_c", "b_c", "m_c", "n_b_c"],
+      sources: ["a_b/c", "a/b_c", "m/c", "n/b_c"],
       warnings: [
         "MCP tool name 'c' is exposed by several servers (a_b, m); exposing server 'a_b's tool as 'a_b_c'",
-        "MCP tool name 'b_c' is exposed by several servers (a, n); dropping server 'a's tool 'b_c': " +
+        "MCP tool name 'b_c' is exposed by several servers (a, n); keeping server 'a's tool as 'b_c': " +
           "its fallback name 'a_b_c' is already the fallback name of tool 'c' of server 'a_b'",
         "MCP tool name 'c' is exposed by several servers (a_b, m); exposing server 'm's tool as 'm_c'",
         "MCP tool name 'b_c' is exposed by several servers (a, n); exposing server 'n's tool as 'n_b_c'",
       ],
     },
     {
-      case: "invalid configured names and invalid fallbacks are dropped; siblings stay",
+      case: "invalid configured names are dropped, and of tools whose fallbacks are invalid all but the first; siblings stay",
       servers: [["odd", true, ["echo", "bad name!", X70]], ["u", false, ["y".repeat(63)]], ["vv", false, ["y".repeat(63)]]],
-      names: ["odd_echo"],
-      sources: ["odd/echo"],
+      names: ["odd_echo", "y".repeat(63)],
+      sources: ["odd/echo", `u/${"y".repeat(63)}`],
       warnings: [
         "Dropping MCP tool 'bad name!' of server 'odd': invalid name 'odd_bad name!' (it must match ^[A-Za-z0-9_-]+$)",
         `Dropping MCP tool '${X70}' of server 'odd': invalid name 'odd_${X70}' (it is longer than 64 characters)`,
-        `MCP tool name '${"y".repeat(63)}' is exposed by several servers (u, vv); dropping server 'u's tool '${"y".repeat(63)}': ` +
+        `MCP tool name '${"y".repeat(63)}' is exposed by several servers (u, vv); keeping server 'u's tool as '${"y".repeat(63)}': ` +
           `its fallback name 'u_${"y".repeat(63)}' is invalid (it is longer than 64 characters)`,
         `MCP tool name '${"y".repeat(63)}' is exposed by several servers (u, vv); dropping server 'vv's tool '${"y".repeat(63)}': ` +
           `its fallback name 'vv_${"y".repeat(63)}' is invalid (it is longer than 64 characters)`,

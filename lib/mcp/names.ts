@@ -52,8 +52,10 @@ function otherTool(claim: Claim<NameCandidate>, other: Claim<NameCandidate>): st
  * 3. A configured name claimed by one tool is that tool's. When several tools claim it, each unprefixed claimant
  *    falls back to `<server>_<tool>`; a prefixed claimant cannot fall back, so the first prefixed claimant in
  *    config order keeps the name and the other prefixed claimants are dropped.
- * 4. Configured names take precedence over fallbacks: a fallback that is some tool's configured name is dropped
- *    (even when its own server has that tool), as is an invalid fallback; two equal fallbacks resolve in config order.
+ * 4. Configured names take precedence over fallbacks: a fallback that is some tool's configured name fails (even
+ *    when its own server has that tool), as does an invalid fallback; two equal fallbacks resolve in config order.
+ * 5. A claimant whose fallback fails keeps its configured name when no prefixed claimant holds it and no earlier
+ *    claimant kept it (the others moved to fallbacks, so the tools can still be told apart); otherwise it is dropped.
  *
  * Every drop and every rename is reported by exactly one warning, which names each server involved once.
  */
@@ -92,11 +94,14 @@ export function assignVisibleNames<T extends NameCandidate>(
 
   // Rule 3: configured names. The holder of each name is the claimant that keeps it, else its first claimant.
   const holder = new Map<string, Claim<T>>();
+  /** Configured names a tool is exposed under. */
+  const taken = new Set<string>();
   const fallingBack = new Set<Claim<T>>();
   for (const [name, list] of claimants) {
     if (list.length === 1) {
       list[0].visibleName = name;
       holder.set(name, list[0]);
+      taken.add(name);
       continue;
     }
     let keeper: Claim<T> | undefined;
@@ -106,6 +111,7 @@ export function assignVisibleNames<T extends NameCandidate>(
       } else if (keeper === undefined) {
         keeper = claim;
         claim.visibleName = name;
+        taken.add(name);
       } else {
         claim.dropped = true;
         warn(`Dropping MCP tool ${toolOf(claim)}: its name '${name}' collides with ${otherTool(claim, keeper)}`);
@@ -114,7 +120,7 @@ export function assignVisibleNames<T extends NameCandidate>(
     holder.set(name, keeper ?? list[0]);
   }
 
-  // Rule 4: fallbacks, in config order, after every configured name is settled.
+  // Rules 4 and 5: fallbacks, in config order, after every configured name is settled.
   const fallbackOwner = new Map<string, Claim<T>>();
   for (const claim of claims.filter((c) => fallingBack.has(c))) {
     const { server, rawName } = claim.candidate;
@@ -130,8 +136,14 @@ export function assignVisibleNames<T extends NameCandidate>(
     else if (configuredBy) problem = `its fallback name '${fallback}' is the configured name of ${otherTool(claim, configuredBy)}`;
     else if (earlier) problem = `its fallback name '${fallback}' is already the fallback name of ${otherTool(claim, earlier)}`;
     if (problem !== null) {
-      claim.dropped = true;
-      warn(`${shared}; dropping server '${server}'s tool '${rawName}': ${problem}`);
+      if (!taken.has(name)) {
+        taken.add(name);
+        claim.visibleName = name;
+        warn(`${shared}; keeping server '${server}'s tool as '${name}': ${problem}`);
+      } else {
+        claim.dropped = true;
+        warn(`${shared}; dropping server '${server}'s tool '${rawName}': ${problem}`);
+      }
       continue;
     }
     fallbackOwner.set(fallback, claim);
