@@ -109,6 +109,21 @@ describe("loadExtensionsConfig", () => {
     });
   });
 
+  it("a disabled server with a transport this version does not know is kept, and the others load", async () => {
+    const loaded = await load({ mcpServers: { old: { enabled: false, type: "websocket", url: "ws://x" }, good: { command: "npx" } } });
+    expect(Object.keys(loaded.config.mcpServers)).toEqual(["old", "good"]);
+    expect(loaded.config.mcpServers.old?.enabled).toBe(false);
+    expect(loaded.raw).toMatchObject({ mcpServers: { old: { type: "websocket" } } });
+  });
+
+  it("resolves $VARs in mcpInterceptors; an unset one stops the load (fail closed), naming the variable", async () => {
+    const loaded = await load({ mcpInterceptors: ["$PLUG", "./${DIR}/x.js:build"], mcpServers: {} }, { PLUG: "./auth.js:build", DIR: "lib" });
+    expect(loaded.config.mcpInterceptors).toEqual(["./auth.js:build", "./lib/x.js:build"]);
+    expect(loaded.raw.mcpInterceptors).toEqual(["$PLUG", "./${DIR}/x.js:build"]);
+    const error = await loadError({ mcpInterceptors: "${PLUG_MISSING}", mcpServers: { ok: { command: "npx" } } });
+    expect(error.issues).toEqual([{ path: "mcpInterceptors", message: "references unset environment variable(s) PLUG_MISSING" }]);
+  });
+
   describe("transport", () => {
     it("accepts `transport` as an alias of `type`; `type` wins when both are set", async () => {
       const loaded = await load({

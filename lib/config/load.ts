@@ -79,7 +79,8 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   }
 
   const { servers, skipped, envSecrets } = prepareServers(parsed.mcpServers, env);
-  const input = servers === undefined ? parsed : { ...parsed, mcpServers: servers };
+  const input: Record<string, unknown> = servers === undefined ? { ...parsed } : { ...parsed, mcpServers: servers };
+  if (parsed.mcpInterceptors !== undefined) input.mcpInterceptors = resolveInterceptorSpecs(parsed.mcpInterceptors, env, path);
   const warnings = priorityWarnings(servers);
 
   const result = ExtensionsConfigSchema.safeParse(input);
@@ -141,6 +142,18 @@ function prepareServers(
     if (expanded.length > 0) Object.defineProperty(envSecrets, name, { value: expanded, enumerable: true });
   }
   return { servers: Object.fromEntries(kept), skipped, envSecrets };
+}
+
+/**
+ * `$VAR`s in `mcpInterceptors` (the Python original resolves the whole file). Fail closed: an interceptor may be
+ * what guards the calls, so an unset variable stops the load instead of leaving the interceptor out.
+ */
+function resolveInterceptorSpecs(specs: unknown, env: NodeJS.ProcessEnv, path: string): unknown {
+  const { value, missing } = resolveEnvReferences(specs, env);
+  if (missing.length === 0) return value;
+  throw new ConfigValidationError(path, [
+    { path: formatIssuePath(["mcpInterceptors"]), message: `references unset environment variable(s) ${missing.join(", ")}` },
+  ]);
 }
 
 /** The transport a raw server object resolves to; `null` when its transport fields are malformed (the schema reports those). */

@@ -162,7 +162,9 @@ export const McpServerSchema = z
   .superRefine((server, ctx) => {
     const typeIsSet = !isBlank(server.type);
     const declared = typeIsSet ? server.type : isBlank(server.transport) ? undefined : server.transport;
-    if (declared !== undefined && normalizeTransportName(declared) === undefined) {
+    // As in the Python original, only a server that is started is held to a known transport: a disabled entry
+    // for a transport this version lacks must not fail the whole file.
+    if (server.enabled && declared !== undefined && normalizeTransportName(declared) === undefined) {
       ctx.addIssue({
         code: "custom",
         path: [typeIsSet ? "type" : "transport"],
