@@ -3,6 +3,7 @@
  * never the remote id or driver data, and a cancel that only persists the fence (no server is even running).
  */
 import { beforeEach, describe, expect, test } from "@jest/globals";
+import { readdir } from "node:fs/promises";
 import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import { openTaskStore, TaskSnapshot, type TaskStore } from "../../lib/tasks";
@@ -204,6 +205,17 @@ describe("tasks cancel", () => {
     // The task keeps the fence of the earlier request; this call requested nothing.
     expect(JSON.parse(json.stdout.join(""))).toMatchObject({ ok: true, cancel_requested: false, task: { task_id: "t-run", status: "cancelled", cancel_requested: true } });
     expect((await withStore((s) => s.get("t-run", "ann")))!.updated_at).toEqual(before!.updated_at);
+  });
+
+  test("no store where the URL points: one line and exit 1, and no empty store is created there", async () => {
+    const dir = await makeTempDir("cli-tasks-none-");
+    for (const variables of [{ MCP_HARNESS_DATABASE_URL: `sqlite:${path.join(dir, "tasks.sqlite")}` }, { MCP_HARNESS_DATA_DIR: dir }]) {
+      const out = { ...io(variables), cwd: dir };
+      expect(await runCli(["tasks", "list", "--user", "ann", "--thread", "th-1"], out)).toBe(1);
+      expect(out.stdout).toEqual([]);
+      expect(out.stderr).toEqual([expect.stringMatching(/^mcp-harness tasks: .*there is no task store at .*tasks\.sqlite/)]);
+    }
+    expect(await readdir(dir)).toEqual([]);
   });
 
   test("a bad database URL is one line and exit 1", async () => {

@@ -89,7 +89,8 @@ export async function tasksCommand(args: readonly string[], io: CliIo): Promise<
 
   let store: TaskStore;
   try {
-    store = await openTaskStore({ url: values.get("database"), env: io.env, cwd: io.cwd });
+    // Only an existing store: run in the wrong folder, this must not create an empty one and answer "no tasks".
+    store = await openTaskStore({ url: values.get("database"), env: io.env, cwd: io.cwd, mustExist: true });
   } catch (err) {
     if (!(err instanceof TaskStoreConfigError)) throw err;
     io.err(`mcp-harness tasks: ${err.message}`);

@@ -68,6 +68,8 @@ export interface SqliteOptions {
   busyTimeoutMs?: number;
   /** Retries of a statement (or of a transaction's start) after SQLITE_BUSY still escaped the busy timeout. */
   busyRetries?: number;
+  /** Refuse a SQLite file that does not exist yet instead of creating it (tools that only read or fence tasks). */
+  mustExist?: boolean;
 }
 
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -256,6 +258,9 @@ async function ensureFile(file: string): Promise<void> {
 
 export async function openSqlite(target: SqliteTarget, source: string, opts: SqliteOptions = {}): Promise<Db> {
   const folder = path.dirname(target.file);
+  if (opts.mustExist && !(await stat(target.file).then((s) => s.isFile(), () => false))) {
+    throw new TaskStoreConfigError(`${source}: there is no task store at ${target.file} (no SQLite file there)`);
+  }
   if (target.explicit) {
     const isDir = await stat(folder).then(
       (s) => s.isDirectory(),
