@@ -120,6 +120,12 @@ describe("invalid JSON", () => {
     expect((error as Error).message).toContain(file);
   });
 
+  it("an unclosed document nested 200000 deep is refused where the 64-level limit was hit, not as a bare syntax error", async () => {
+    const error = await loadText(`{"mcpServers": ${"[".repeat(200_000)}`);
+    expect(error.reason).toBe("nested deeper than 64 levels");
+    expect(error.position).toBe(15 + 63);
+  });
+
   it("accepts 64 levels", async () => {
     const file = path.join(dir, "deep.json");
     await writeFile(file, `{"mcpServers": {"deep": {"command": "x", "args": [], "x": ${"[".repeat(61)}${"]".repeat(61)}}}}`);

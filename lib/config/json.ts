@@ -193,14 +193,18 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
       digits();
     }
   };
+  let depth = 0;
   const value = (): void => {
     skipWhitespace();
     const c = text[i];
+    // The document is refused past this depth anyway; deeper, the walk itself would overflow the stack.
+    if ((c === "{" || c === "[") && ++depth > MAX_CONFIG_DEPTH) fail(`nested deeper than ${MAX_CONFIG_DEPTH} levels`);
     if (c === "{") {
       i++;
       skipWhitespace();
       if (text[i] === "}") {
         i++;
+        depth--;
         return;
       }
       for (;;) {
@@ -218,6 +222,7 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
         }
         if (text[i] === "}") {
           i++;
+          depth--;
           return;
         }
         fail("expected ',' or '}' after a property value");
@@ -228,6 +233,7 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
       skipWhitespace();
       if (text[i] === "]") {
         i++;
+        depth--;
         return;
       }
       for (;;) {
@@ -239,6 +245,7 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
         }
         if (text[i] === "]") {
           i++;
+          depth--;
           return;
         }
         fail("expected ',' or ']' after an array element");
