@@ -124,6 +124,34 @@ describe("loadExtensionsConfig", () => {
     expect(error.issues).toEqual([{ path: "mcpInterceptors", message: "references unset environment variable(s) PLUG_MISSING" }]);
   });
 
+  it("reads numbers and booleans written as strings, or given by $VARs, as the Python original does; they are not secrets", async () => {
+    const mcpTasks = { enabled: "true", poll_interval_seconds: "2.5" };
+    const servers = {
+      a: {
+        url: "https://x/mcp",
+        enabled: "Yes",
+        tool_name_prefix: "false",
+        session_init_timeout: " 30 ",
+        tool_call_timeout: "$TIMEOUT",
+        routing: { mode: "prefer", priority: "7" },
+        tools: { t: { routing: { priority: "120" } } },
+        oauth: { token_url: "https://t", refresh_skew_seconds: "5", enabled: "off" },
+      },
+      off: { enabled: "false", command: "npx", args: ["$UNSET_BUT_DISABLED"] },
+    };
+    const loaded = await load({ mcpTasks, mcpServers: servers }, { TIMEOUT: "90" });
+    const a = loaded.config.mcpServers.a!;
+    expect([a.enabled, a.tool_name_prefix, a.session_init_timeout, a.tool_call_timeout]).toEqual([true, false, 30, 90]);
+    expect([a.routing.priority, a.tools.t?.routing?.priority, a.oauth?.refresh_skew_seconds, a.oauth?.enabled]).toEqual([7, 100, 5, false]);
+    expect(loaded.config.mcpServers.off?.enabled).toBe(false);
+    expect([loaded.config.mcpTasks.enabled, loaded.config.mcpTasks.poll_interval_seconds]).toEqual([true, 2.5]);
+    expect(loaded.skipped).toEqual([]);
+    expect(loaded.envSecrets).toEqual({});
+    expect(loaded.raw).toMatchObject({ mcpServers: { a: { tool_call_timeout: "$TIMEOUT", enabled: "Yes" } } });
+    const error = await loadError({ mcpServers: { ...servers, bad: { command: "npx", session_init_timeout: "soon" } } }, { TIMEOUT: "90" });
+    expect(error.issues).toEqual([{ path: "mcpServers.bad.session_init_timeout", message: "Invalid input: expected number, received string" }]);
+  });
+
   describe("transport", () => {
     it("accepts `transport` as an alias of `type`; `type` wins when both are set", async () => {
       const loaded = await load({

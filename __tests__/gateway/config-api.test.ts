@@ -260,6 +260,12 @@ describe("PATCH /api/mcp/config", () => {
     expect(resets.length).toBe(2);
   });
 
+  test("PATCH enables an entry whose numbers and booleans the file writes as strings, as the loader reads them", async () => {
+    const { call, file } = await setup({}, { mcpServers: { lax: { enabled: "false", command: "npx", args: ["-y", "pkg"], session_init_timeout: "30" } } });
+    expect((await call("PATCH", "/api/mcp/config", { server_name: "lax", enabled: true })).status).toBe(200);
+    expect((await readJson(file)).mcpServers.lax).toEqual({ enabled: true, command: "npx", args: ["-y", "pkg"], session_init_timeout: "30" });
+  });
+
   test("enabling a server the schema refuses is a 400 naming the field; no file is a 404", async () => {
     const { call } = await setup({}, { mcpServers: { broken: { enabled: false, command: "npx", args: ["-y", "pkg"], session_init_timeout: -1 } } });
     expect((await call("PATCH", "/api/mcp/config", { server_name: "broken", enabled: false })).status).toBe(200);

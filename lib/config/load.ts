@@ -5,6 +5,7 @@ import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
 import { decodeJsonDocument, parseJsonDocument } from "./json";
+import { laxServer, laxTaskSettings, SERVER_SCALAR_FIELDS } from "./lax";
 import { resolveExtensionsConfigPath } from "./path";
 import {
   ExtensionsConfigSchema,
@@ -81,6 +82,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const { servers, skipped, envSecrets } = prepareServers(parsed.mcpServers, env);
   const input: Record<string, unknown> = servers === undefined ? { ...parsed } : { ...parsed, mcpServers: servers };
   if (parsed.mcpInterceptors !== undefined) input.mcpInterceptors = resolveInterceptorSpecs(parsed.mcpInterceptors, env, path);
+  if (parsed.mcpTasks !== undefined) input.mcpTasks = laxTaskSettings(parsed.mcpTasks);
   const warnings = priorityWarnings(servers);
 
   const result = ExtensionsConfigSchema.safeParse(input);
@@ -112,7 +114,8 @@ function prepareServers(
   if (!isRecord(rawServers)) return { servers: undefined, skipped, envSecrets };
 
   const kept: [string, unknown][] = [];
-  for (const [name, server] of Object.entries(rawServers)) {
+  for (const [name, written] of Object.entries(rawServers)) {
+    const server = laxServer(written);
     if (!isRecord(server) || server.enabled === false) {
       kept.push([name, server]);
       continue;
@@ -122,7 +125,7 @@ function prepareServers(
       skipped.push({ server: name, transport: transportOf(server), reason: "MCP server name '__proto__' is reserved; not starting it" });
       continue;
     }
-    const { value, missing, expanded } = resolveEnvReferences(server, env);
+    const { value, missing, expanded } = resolveServer(server, env);
     if (missing.length > 0) {
       skipped.push({
         server: name,
@@ -132,7 +135,7 @@ function prepareServers(
       });
       continue;
     }
-    const resolved = value as Record<string, unknown>;
+    const resolved = laxServer(value) as Record<string, unknown>;
     const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved);
     if (problem !== null) {
       skipped.push({ server: name, transport: transportOf(resolved), reason: problem });
@@ -142,6 +145,27 @@ function prepareServers(
     if (expanded.length > 0) Object.defineProperty(envSecrets, name, { value: expanded, enumerable: true });
   }
   return { servers: Object.fromEntries(kept), skipped, envSecrets };
+}
+
+/**
+ * A server's `$VAR`s. Those in its scalar settings (`"tool_call_timeout": "$TIMEOUT"`) are resolved on their own:
+ * their values are settings, and a `30` counted among the server's secrets would be blanked out of its results.
+ */
+function resolveServer(server: Record<string, unknown>, env: NodeJS.ProcessEnv): { value: unknown; missing: string[]; expanded: string[] } {
+  const settings: Record<string, unknown> = {};
+  const rest: Record<string, unknown> = { ...server };
+  for (const key of SERVER_SCALAR_FIELDS) {
+    if (!Object.prototype.hasOwnProperty.call(server, key)) continue;
+    settings[key] = server[key];
+    delete rest[key];
+  }
+  const resolvedSettings = resolveEnvReferences(settings, env);
+  const resolvedRest = resolveEnvReferences(rest, env);
+  return {
+    value: { ...(resolvedRest.value as Record<string, unknown>), ...(resolvedSettings.value as Record<string, unknown>) },
+    missing: [...new Set([...resolvedSettings.missing, ...resolvedRest.missing])],
+    expanded: resolvedRest.expanded,
+  };
 }
 
 /**

@@ -5,6 +5,7 @@ import { resolveEnvReferences } from "../config/env";
 import { ConfigJsonSyntaxError, ConfigValidationError, describeConfigIssues, shownKey } from "../config/errors";
 import { decodeJsonDocument, parseJsonDocument } from "../config/json";
 import { toConfigIssue } from "../config/load";
+import { laxServer } from "../config/lax";
 import { ExtensionsConfigSchema, McpServerSchema } from "../config/schema";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { ConfigFile } from "./config-file";
@@ -154,7 +155,7 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
       if (!isRecord(servers) || !Object.prototype.hasOwnProperty.call(servers, name) || !isRecord(servers[name])) throw notFound(name);
       const server = { ...servers[name], enabled };
       if (enabled) {
-        const result = McpServerSchema.safeParse(server);
+        const result = McpServerSchema.safeParse(laxServer(server));
         if (!result.success) throw new GatewayHttpError(400, describeIssues(result.error.issues, ["mcpServers", name]));
         assertLaunchAllowed(name, server, env);
       }
@@ -239,13 +240,13 @@ function restoreOrReject(servers: Record<string, unknown>, stored: unknown, fiel
 }
 
 function assertValidServers(servers: Record<string, unknown>, field: string): void {
-  const result = ExtensionsConfigSchema.safeParse({ mcpServers: servers });
+  const result = ExtensionsConfigSchema.safeParse({ mcpServers: Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, laxServer(server)])) });
   if (!result.success) throw new GatewayHttpError(400, describeIssues(result.error.issues, [], field));
 }
 
 /** Screened as written and as its `$VAR`s resolve here (a reference could hide a flag). */
 function assertLaunchAllowed(name: string, server: unknown, env: NodeJS.ProcessEnv): void {
-  if (!isRecord(server) || server.enabled === false) return;
+  if (!isRecord(server) || (laxServer(server) as { enabled?: unknown }).enabled === false) return;
   const resolved = resolveEnvReferences(server, env).value as Record<string, unknown>;
   const reason = validateStdioLaunch(server, { name, env }) ?? validateStdioLaunch(resolved, { name, env });
   if (reason !== null) throw new GatewayHttpError(400, reason);

@@ -1,0 +1,85 @@
+/**
+ * The Python original validates its file with pydantic in lax mode, which takes `"30"` for a number and `"false"`
+ * for a boolean; a `$VAR` can only ever give a string. So that such a file loads here verbatim (SPEC §2.1), the
+ * scalar fields are read the same way before validation. The raw JSON is left as written.
+ */
+import { isPlainObject } from "../shared/plain-object";
+
+const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+const TRUE_WORDS = new Set(["1", "on", "t", "true", "y", "yes"]);
+const FALSE_WORDS = new Set(["0", "off", "f", "false", "n", "no"]);
+
+const SERVER_BOOLEANS = ["enabled", "tool_name_prefix"];
+const SERVER_NUMBERS = ["session_init_timeout", "tool_call_timeout", "max_total_timeout"];
+/** A server's own scalar settings: a `$VAR` there is a setting, not a secret to redact from its results. */
+export const SERVER_SCALAR_FIELDS: readonly string[] = [...SERVER_BOOLEANS, ...SERVER_NUMBERS];
+const TASK_BOOLEANS = ["enabled"];
+const TASK_NUMBERS = [
+  "poll_interval_seconds",
+  "lease_seconds",
+  "max_concurrent_polls",
+  "max_poll_backoff_seconds",
+  "input_required_poll_interval_seconds",
+  "tracking_degraded_after_errors",
+  "max_result_bytes",
+  "result_preview_max_chars",
+];
+
+function laxNumber(value: unknown): unknown {
+  return typeof value === "string" && NUMERIC.test(value) ? Number(value) : value;
+}
+
+function laxBoolean(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  const word = value.trim().toLowerCase();
+  if (TRUE_WORDS.has(word)) return true;
+  if (FALSE_WORDS.has(word)) return false;
+  return value;
+}
+
+/** `object` with the named fields read laxly; the same object when nothing changes, else a copy. */
+function withLaxFields(object: Record<string, unknown>, booleans: readonly string[], numbers: readonly string[]): Record<string, unknown> {
+  let out = object;
+  const set = (key: string, read: (value: unknown) => unknown) => {
+    if (!Object.prototype.hasOwnProperty.call(object, key)) return;
+    const value = read(object[key]);
+    if (value === object[key]) return;
+    if (out === object) out = { ...object };
+    out[key] = value;
+  };
+  for (const key of booleans) set(key, laxBoolean);
+  for (const key of numbers) set(key, laxNumber);
+  return out;
+}
+
+function laxRouting(routing: unknown): unknown {
+  return isPlainObject(routing) ? withLaxFields(routing, [], ["priority"]) : routing;
+}
+
+/** One server entry with its scalar fields read as the Python original reads them. */
+export function laxServer(server: unknown): unknown {
+  if (!isPlainObject(server)) return server;
+  let out = withLaxFields(server, SERVER_BOOLEANS, SERVER_NUMBERS);
+  const copy = (key: string, value: unknown) => {
+    if (value === out[key]) return;
+    if (out === server) out = { ...server };
+    out[key] = value;
+  };
+  if (Object.prototype.hasOwnProperty.call(server, "routing")) copy("routing", laxRouting(server.routing));
+  if (isPlainObject(server.oauth)) copy("oauth", withLaxFields(server.oauth, ["enabled"], ["refresh_skew_seconds"]));
+  if (isPlainObject(server.tools)) {
+    const tools = server.tools;
+    const entries = Object.entries(tools).map(([name, override]): [string, unknown] => {
+      if (!isPlainObject(override) || !Object.prototype.hasOwnProperty.call(override, "routing")) return [name, override];
+      const routing = laxRouting(override.routing);
+      return [name, routing === override.routing ? override : { ...override, routing }];
+    });
+    if (entries.some(([name, override]) => override !== tools[name])) copy("tools", Object.fromEntries(entries));
+  }
+  return out;
+}
+
+/** The `mcpTasks` block with its scalar fields read as the Python original reads them. */
+export function laxTaskSettings(settings: unknown): unknown {
+  return isPlainObject(settings) ? withLaxFields(settings, TASK_BOOLEANS, TASK_NUMBERS) : settings;
+}
