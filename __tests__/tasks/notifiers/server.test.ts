@@ -97,6 +97,14 @@ describe("against langgraphjs dev", () => {
     expect(await notifier.getRun(runId, "ann", { threadId: thread })).toEqual({ status: "success" });
   });
 
+  test("an assistant the server does not have is an ordinary failure, not a thread gone (which would dead-letter the event)", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: dev.url, assistantId: "no-such-assistant" });
+    const { thread_id: thread } = await client.threads.create();
+    const err = await notifier.deliver(delivery(thread, "mcp-task-s4"), notificationIdempotencyKey("mcp-task-s4", 1, 0)).catch((e: unknown) => e as Error);
+    expect(err).not.toBeInstanceOf(ThreadGoneError);
+    expect(err.message).toContain("is 'no-such-assistant' an assistant or graph it serves?");
+  });
+
   test("a thread that does not exist, or was deleted, is gone", async () => {
     const notifier = createLangGraphServerNotifier({ apiUrl: dev.url });
     await expect(notifier.deliver(delivery("00000000-0000-4000-8000-000000000001"), "k-1")).rejects.toBeInstanceOf(ThreadGoneError);
@@ -157,6 +165,8 @@ describe("against a minimal HTTP server", () => {
   const calls: string[] = [];
   const apiKeys: (string | undefined)[] = [];
   let createStatus = 409;
+  let threadStatus = 200;
+  let runPages: (offset: number) => unknown[] = () => [];
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -168,9 +178,11 @@ describe("against a minimal HTTP server", () => {
       };
       req.resume();
       req.on("end", () => {
-        if (req.method === "GET" && /\/threads\/[^/]+\/runs/.test(req.url ?? "")) return send(200, []);
+        if (req.method === "GET" && /\/threads\/[^/]+\/runs/.test(req.url ?? "")) {
+          return send(200, runPages(Number(new URL(req.url ?? "", "http://x").searchParams.get("offset") ?? 0)));
+        }
         if (req.method === "POST" && /\/threads\/[^/]+\/runs$/.test(req.url ?? "")) return send(createStatus, { detail: "token sk-live-secret in the answer" });
-        if (req.method === "GET" && /\/threads\/[^/]+$/.test(req.url ?? "")) return send(200, { thread_id: "t" });
+        if (req.method === "GET" && /\/threads\/[^/]+$/.test(req.url ?? "")) return send(threadStatus, { thread_id: "t" });
         return send(500, {});
       });
     });
@@ -186,11 +198,30 @@ describe("against a minimal HTTP server", () => {
     createStatus = 409;
     await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(BusyThreadError);
     expect(calls.slice(-4)).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t", "POST /threads/t/runs", "GET /threads/t"]);
+    // A 404 to the run while the thread is there is the assistant: an ordinary failure, not a thread gone for good.
     createStatus = 404;
+    const noAssistant = await notifier.deliver(delivery("t"), "k").catch((e: unknown) => e as Error);
+    expect(noAssistant).not.toBeInstanceOf(ThreadGoneError);
+    expect(noAssistant).toEqual(new Error("LangGraph server answered HTTP 404 to the notification run: is 'agent' an assistant or graph it serves?"));
+    threadStatus = 404;
+    calls.length = 0;
     await expect(notifier.deliver(delivery("t"), "k")).rejects.toBeInstanceOf(ThreadGoneError);
+    expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t"]);
+    threadStatus = 200;
     createStatus = 400;
     const err = await notifier.deliver(delivery("t"), "k").catch((e: unknown) => e as Error);
     expect(err).toEqual(new Error("LangGraph server answered HTTP 400 to the notification run"));
+  });
+
+  test("a run already started with the key is found on a later page of the thread's runs: no second run", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: url });
+    const run = (id: string, key?: string) => ({ run_id: id, thread_id: "t", status: "success", metadata: key ? { [IDEMPOTENCY_METADATA_KEY]: key } : {} });
+    runPages = (offset) =>
+      offset === 0 ? Array.from({ length: 100 }, (_, i) => run(`old-${i}`)) : offset === 100 ? [run("old-100"), run("mine", "k-paged")] : [];
+    calls.length = 0;
+    expect(await notifier.deliver(delivery("t"), "k-paged")).toEqual({ runId: "mine" });
+    expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t/runs?limit=100&offset=100"]);
+    runPages = () => [];
   });
 
   test("mcp-harness worker --notifier langgraph: --api-url, --assistant and the API key from the environment, never printed", async () => {

@@ -33,8 +33,8 @@ export function langGraphApiKeyFromEnv(env: NodeJS.ProcessEnv): string | undefin
 
 /** The run metadata key holding the idempotency key. */
 export const IDEMPOTENCY_METADATA_KEY = "idempotency_key";
-/** How many of a thread's latest runs are searched for one already started with the same key. */
-const RUN_SCAN_LIMIT = 100;
+/** A page of a thread's runs, searched for one already started with the same key (every page is read). */
+const RUN_PAGE_SIZE = 100;
 const DEFAULT_ASSISTANT = "agent";
 const RUN_STATUSES: ReadonlySet<string> = new Set<NotificationRunStatus>(["success", "error", "timeout", "interrupted", "pending", "running"]);
 
@@ -89,14 +89,7 @@ class LangGraphServerNotifier implements TaskNotifier {
   async deliver(delivery: TaskDelivery, idempotencyKey: string, options: NotifierCallOptions = {}): Promise<{ runId: string }> {
     const { threadId } = delivery;
     const { signal } = options;
-    let runs: Run[];
-    try {
-      runs = await this.#client.runs.list(threadId, { limit: RUN_SCAN_LIMIT, signal });
-    } catch (err) {
-      if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
-      throw serverError(err, "the run list of the thread");
-    }
-    const existing = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
+    const existing = await this.#runWithKey(threadId, idempotencyKey, signal);
     if (existing) return { runId: existing.run_id };
     // A thread waiting at an interrupt has no run in flight, but new input would run past the pending interrupt
     // (an agent's unanswered tool calls): it is busy until the interrupt is answered, as for the graph notifier.
@@ -123,7 +116,12 @@ class LangGraphServerNotifier implements TaskNotifier {
       return { runId: run.run_id };
     } catch (err) {
       const status = httpStatus(err);
-      if (status === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+      if (status === 404) {
+        // The thread was there a moment ago: a 404 now is more likely the assistant, which no retry of this event
+        // can fix but a corrected deployment can, so it counts against the delivery budget instead of dead-lettering.
+        if (await this.#threadMissing(threadId, signal)) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        throw new Error(`LangGraph server answered HTTP 404 to the notification run: is '${this.#assistantId}' an assistant or graph it serves?`);
+      }
       // The JS server answers 422 both for a busy thread and for a missing one (ifNotExists "reject"): ask.
       if (status === 409 || status === 422) {
         if (await this.#threadMissing(threadId, signal)) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
@@ -146,6 +144,24 @@ class LangGraphServerNotifier implements TaskNotifier {
     if (markerOf(run)?.user_id !== userId) return null;
     if (!RUN_STATUSES.has(run.status)) throw new Error(`LangGraph server reported an unknown run status`);
     return run.status === "error" ? { status: "error", error: "The notification run ended with an error" } : { status: run.status };
+  }
+
+  /**
+   * A run of the thread already started with this key. Every page is read: the JS server lists a thread's runs
+   * oldest first, so on a thread with many runs the one a lost answer left behind is on a later page.
+   */
+  async #runWithKey(threadId: string, idempotencyKey: string, signal: AbortSignal | undefined): Promise<Run | undefined> {
+    for (let offset = 0; ; offset += RUN_PAGE_SIZE) {
+      let runs: Run[];
+      try {
+        runs = await this.#client.runs.list(threadId, { limit: RUN_PAGE_SIZE, offset, signal });
+      } catch (err) {
+        if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        throw serverError(err, "the run list of the thread");
+      }
+      const found = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
+      if (found || runs.length < RUN_PAGE_SIZE) return found;
+    }
   }
 
   async #thread(threadId: string, signal: AbortSignal | undefined): Promise<Thread> {
