@@ -137,6 +137,26 @@ test("without an authorize hook the LangGraph server's authenticated user is the
   expect(await (await get("/api/threads/th-2/mcp-tasks", "ann", server)).json()).toEqual([]);
 });
 
+test("with an authorize hook that knows only the admin, the LangGraph server's authenticated users still reach their tasks", async () => {
+  const adminOnly = createGatewayApp({
+    taskRuntime: runtime,
+    logger: silentLogger,
+    authorize: (request) => (request.headers.get("authorization") === "Bearer admin-token" ? { userId: "admin", admin: true } : null),
+  });
+  const server = new Hono();
+  server.use(async (c, next) => {
+    const user = c.req.header("x-user");
+    if (user) (c as unknown as { set(k: string, v: unknown): void }).set("auth", { user: { identity: user, is_authenticated: true } });
+    await next();
+  });
+  server.route("/", adminOnly);
+  const items = (await (await get("/api/threads/th-2/mcp-tasks", "bob", server)).json()) as { task_id: string }[];
+  expect(items.map((i) => i.task_id)).toEqual([bob.taskId]);
+  expect((await server.request("/api/threads/th-2/mcp-tasks")).status).toBe(401);
+  const asAdmin = await server.request("/api/threads/th-2/mcp-tasks", { headers: { authorization: "Bearer admin-token", "x-user": "bob" } });
+  expect(await asAdmin.json()).toEqual([]); // the hook's user wins: the admin has no tasks there
+});
+
 test("a stopped runtime, or none: 503 for list, detail and cancel alike", async () => {
   const none = createGatewayApp({ authorize, logger: silentLogger });
   expect((await get("/api/threads/th-1/mcp-tasks", "ann", none)).status).toBe(503);

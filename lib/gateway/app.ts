@@ -182,12 +182,14 @@ interface LangGraphServerAuth {
   user?: { identity?: unknown; is_authenticated?: unknown };
 }
 
-/** The caller of a task route: the `authorize` hook's user, else the LangGraph server's authenticated user. */
+/**
+ * The caller of a task route: the `authorize` hook's user, else the LangGraph server's authenticated user. A hook
+ * that knows only the admin (`MCP_HARNESS_ADMIN_TOKEN`) must not lock every other signed-in user out of their tasks.
+ */
 async function taskRouteUser(c: Context, authorize: GatewayAuthorize | undefined): Promise<string> {
   if (authorize !== undefined) {
     const user = await authorize(c.req.raw);
     if (user !== null && user.userId !== "") return user.userId;
-    throw new GatewayHttpError(401, AUTHENTICATION_REQUIRED);
   }
   // Set by the LangGraph API server's auth middleware, which runs before a mounted `http.app`.
   const auth = (c.var as Record<string, unknown>).auth as LangGraphServerAuth | undefined;
