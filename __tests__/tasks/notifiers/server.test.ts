@@ -102,7 +102,7 @@ describe("against langgraphjs dev", () => {
     const { thread_id: thread } = await client.threads.create();
     const err = await notifier.deliver(delivery(thread, "mcp-task-s4"), notificationIdempotencyKey("mcp-task-s4", 1, 0)).catch((e: unknown) => e as Error);
     expect(err).not.toBeInstanceOf(ThreadGoneError);
-    expect(err.message).toContain("is 'no-such-assistant' an assistant or graph it serves?");
+    expect((err as Error).message).toContain("is 'no-such-assistant' an assistant or graph it serves?");
   });
 
   test("a thread that does not exist, or was deleted, is gone", async () => {
@@ -166,6 +166,7 @@ describe("against a minimal HTTP server", () => {
   const apiKeys: (string | undefined)[] = [];
   let createStatus = 409;
   let threadStatus = 200;
+  let threadMetadata: Record<string, unknown> = {};
   let runPages: (offset: number) => unknown[] = () => [];
 
   beforeAll(async () => {
@@ -182,7 +183,7 @@ describe("against a minimal HTTP server", () => {
           return send(200, runPages(Number(new URL(req.url ?? "", "http://x").searchParams.get("offset") ?? 0)));
         }
         if (req.method === "POST" && /\/threads\/[^/]+\/runs$/.test(req.url ?? "")) return send(createStatus, { detail: "token sk-live-secret in the answer" });
-        if (req.method === "GET" && /\/threads\/[^/]+$/.test(req.url ?? "")) return send(threadStatus, { thread_id: "t" });
+        if (req.method === "GET" && /\/threads\/[^/]+$/.test(req.url ?? "")) return send(threadStatus, { thread_id: "t", metadata: threadMetadata });
         return send(500, {});
       });
     });
@@ -211,6 +212,19 @@ describe("against a minimal HTTP server", () => {
     createStatus = 400;
     const err = await notifier.deliver(delivery("t"), "k").catch((e: unknown) => e as Error);
     expect(err).toEqual(new Error("LangGraph server answered HTTP 400 to the notification run"));
+  });
+
+  test("a thread whose owner (custom auth) is another user is gone; its owner's own events go through", async () => {
+    const notifier = createLangGraphServerNotifier({ apiUrl: url });
+    threadMetadata = { owner: "mallory" };
+    calls.length = 0;
+    const err = await notifier.deliver(delivery("t"), "k-owner").catch((e: unknown) => e as Error);
+    expect(err).toEqual(new ThreadGoneError("Thread 't' belongs to another user"));
+    expect(calls.some((call) => call.startsWith("POST"))).toBe(false);
+    threadMetadata = { owner: delivery("t").userId };
+    createStatus = 409;
+    await expect(notifier.deliver(delivery("t"), "k-owner")).rejects.toBeInstanceOf(BusyThreadError); // it got as far as the run
+    threadMetadata = {};
   });
 
   test("a run already started with the key is found on a later page of the thread's runs: no second run", async () => {

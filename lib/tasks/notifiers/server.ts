@@ -2,7 +2,7 @@
  * The LangGraph server notifier (SPEC §7): a task event becomes a run on the task's thread through
  * `@langchain/langgraph-sdk`, with the idempotency key in the run's metadata. `multitaskStrategy: "reject"` and
  * `ifNotExists: "reject"`: a busy thread is answered 409 (the JS server says 422), a missing (or not this
- * caller's) thread 404; a thread waiting at an interrupt is busy too. Errors never quote the server's answer: it
+ * caller's) thread 404; a thread waiting at an interrupt is busy too, one whose `owner` is another user gone. Errors never quote the server's answer: it
  * may echo request data.
  */
 import { Client, type Run, type Thread } from "@langchain/langgraph-sdk";
@@ -93,7 +93,12 @@ class LangGraphServerNotifier implements TaskNotifier {
     if (existing) return { runId: existing.run_id };
     // A thread waiting at an interrupt has no run in flight, but new input would run past the pending interrupt
     // (an agent's unanswered tool calls): it is busy until the interrupt is answered, as for the graph notifier.
-    if ((await this.#thread(threadId, signal)).status === "interrupted") {
+    const thread = await this.#thread(threadId, signal);
+    // A server with custom auth records who created a thread as its `owner` (the identity our runs read as the user).
+    // The thread a task names comes from its run; one owned by someone else never receives the event (SPEC §6.5).
+    const owner = thread.metadata?.owner;
+    if (typeof owner === "string" && owner !== delivery.userId) throw new ThreadGoneError(`Thread '${threadId}' belongs to another user`);
+    if (thread.status === "interrupted") {
       throw new BusyThreadError(`Thread '${threadId}' is waiting at an interrupt`);
     }
 
