@@ -6,9 +6,9 @@
  * The LangGraph API server loads this module once it has bound its routes, which is when the in-server task
  * worker starts (`graphs/server-tasks.ts`; `MCP_HARNESS_SERVER_WORKER=off` keeps it out).
  */
-import { adminTokenAuthorize, createGatewayApp, resetMcpToolsCache, type GatewayTaskRuntime } from "../lib";
+import { adminTokenAuthorize, createGatewayApp, type GatewayTaskRuntime } from "../lib";
 import { langGraphServerLoopback, type TaskRuntime } from "../lib/tasks/index";
-import { getServerTasks, startServerTaskWorker } from "./server-tasks";
+import { getServerTasks, resetServerTools, startServerTaskWorker } from "./server-tasks";
 
 /**
  * The task routes on the server's task runtime: 503 until it has started (and when tasks are off). Inside the
@@ -25,7 +25,11 @@ class ServerTaskRoutesRuntime implements GatewayTaskRuntime {
   #load(): void {
     this.#loading = true;
     getServerTasks().then(
-      (tasks) => (this.#runtime = tasks?.runtime ?? null),
+      (tasks) => {
+        this.#runtime = tasks?.runtime ?? null;
+        // Tasks off, or a config that could not be read yet: the next request asks again (off is remembered there).
+        if (tasks === null) this.#loading = false;
+      },
       () => (this.#loading = false), // the agent's first run reports a failed start; the next request retries
     );
   }
@@ -50,7 +54,7 @@ class ServerTaskRoutesRuntime implements GatewayTaskRuntime {
 }
 
 export const app = createGatewayApp({
-  toolkit: { reset: resetMcpToolsCache },
+  toolkit: { reset: resetServerTools },
   authorize: adminTokenAuthorize(),
   taskRuntime: new ServerTaskRoutesRuntime(),
 });

@@ -6,7 +6,7 @@
  * server has bound its routes).
  */
 import { loadExtensionsConfig } from "../lib/config/index";
-import { consoleLogger, createMcpToolkit, silentLogger, type McpToolkit } from "../lib/index";
+import { consoleLogger, createMcpToolkit, resetMcpToolsCache, silentLogger, type McpToolkit } from "../lib/index";
 import {
   createLangGraphServerNotifier,
   createTaskRuntime,
@@ -101,11 +101,13 @@ function state(): ServerTaskState {
 
 /**
  * The process's task runtime and its toolkit when the config says `mcpTasks.enabled` (startup-only, so read
- * once), else null. A failed start is retried on the next call.
+ * once), else null. A failed start is retried on the next call. Once the runtime starts inside the LangGraph
+ * server, so does the worker that ticks it: a runtime the agent submits to never goes without one because the
+ * config could not be read when the server started.
  */
 export function getServerTasks(): Promise<ServerTasks | null> {
   const s = state();
-  s.tasks ??= (async () => {
+  s.tasks ??= (async (): Promise<ServerTasks | null> => {
     let enabled: boolean;
     try {
       enabled = (await loadExtensionsConfig({ logger: silentLogger })).config.mcpTasks.enabled;
@@ -117,11 +119,27 @@ export function getServerTasks(): Promise<ServerTasks | null> {
     if (!enabled) return null;
     const runtime = await createTaskRuntime({ notifier: new ServerNotifier() });
     return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
-  })().catch((error: unknown) => {
-    s.tasks = undefined;
-    throw error;
-  });
+  })().then(
+    (tasks) => {
+      if (tasks !== null) void startServerTaskWorker();
+      return tasks;
+    },
+    (error: unknown) => {
+      s.tasks = undefined;
+      throw error;
+    },
+  );
   return s.tasks;
+}
+
+/**
+ * Resets the tools the graphs use: the process-wide toolkit, and the task runtime's toolkit when it has started
+ * (with `mcpTasks.enabled` the agent's tools come from that one). A runtime not started yet is not started here.
+ */
+export async function resetServerTools(): Promise<void> {
+  await resetMcpToolsCache();
+  const tasks = await state().tasks?.catch(() => null);
+  await tasks?.toolkit.reset();
 }
 
 /** Whether `MCP_HARNESS_SERVER_WORKER` keeps the worker out of the server. */
@@ -132,11 +150,12 @@ export function serverWorkerDisabled(env: NodeJS.ProcessEnv = process.env): bool
 /**
  * Starts the in-server worker once per process: only inside a LangGraph API server (its loopback is bound), with
  * `mcpTasks.enabled`, and unless `MCP_HARNESS_SERVER_WORKER=off`. Ticks every `poll_interval_seconds`. Resolves
- * to the worker, or null when none runs; never rejects (a failed start is logged).
+ * to the worker, or null when none runs; never rejects (a failed start is logged). Only a started worker is kept:
+ * after a null, the next call (and the runtime's own start) tries again.
  */
 export function startServerTaskWorker(env: NodeJS.ProcessEnv = process.env): Promise<TaskWorker | null> {
   const s = state();
-  s.worker ??= (async () => {
+  const starting = (s.worker ??= (async () => {
     if (!langGraphServerLoopback() || serverWorkerDisabled(env)) return null;
     const tasks = await getServerTasks();
     if (tasks === null) return null;
@@ -148,11 +167,16 @@ export function startServerTaskWorker(env: NodeJS.ProcessEnv = process.env): Pro
         `${runtime.store.dialect}; notifications to ${serverApiTarget(env).description}`,
     );
     return worker;
-  })().catch((error: unknown) => {
-    consoleLogger.error(`MCP task worker did not start in the LangGraph server: ${error instanceof Error ? error.message : String(error)}`);
-    return null;
-  });
-  return s.worker;
+  })()
+    .catch((error: unknown) => {
+      consoleLogger.error(`MCP task worker did not start in the LangGraph server: ${error instanceof Error ? error.message : String(error)}`);
+      return null;
+    })
+    .then((worker) => {
+      if (worker === null && s.worker === starting) s.worker = undefined;
+      return worker;
+    }));
+  return starting;
 }
 
 /** Stops the in-server worker (draining its tick), then the runtime and its toolkit; the next call starts anew. */
