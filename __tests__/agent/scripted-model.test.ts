@@ -217,15 +217,25 @@ describe("demoPolicy", () => {
     expect(extractJsonObject("no json {here} [1] {\"k\": \"v\"}")).toEqual({ k: "v" });
     expect(extractJsonObject("nothing")).toEqual({});
     expect(extractJsonObject("[{\"a\":1}]")).toEqual({ a: 1 });
+    // Bounded search: the first 64 opening braces, within the first 64 KiB.
+    expect(extractJsonObject(`${"{ ".repeat(64)}{"k": 1}`)).toEqual({});
+    expect(extractJsonObject(`${"{ ".repeat(63)}{"k": 1}`)).toEqual({ k: 1 });
+    expect(extractJsonObject(`${" ".repeat(64 * 1024)}{"k": 1}`)).toEqual({});
     expect(findMentionedTool("use echo", [mcpTool("demo_echo", "echo")])?.name).toBe("demo_echo");
     expect(findMentionedTool("use echoes", [mcpTool("demo_echo", "echo")])).toBeUndefined();
   });
 });
 
 describe("resolveChatModel", () => {
-  it("is the offline scripted model when MCP_HARNESS_MODEL is unset", async () => {
+  it("is the offline scripted model when MCP_HARNESS_MODEL is unset; serving every run, it keeps none of their messages", async () => {
     const model = await resolveChatModel({});
     expect(model).toBeInstanceOf(ScriptedChatModel);
+    const scripted = model as ScriptedChatModel;
+    for (let i = 0; i < 3; i += 1) await scripted.invoke([new HumanMessage(`hello ${i}`)]);
+    expect(scripted.calls).toEqual([]);
+    const recording = new ScriptedChatModel([], { fallback: "ok" });
+    await recording.invoke([new HumanMessage("hello")]);
+    expect(recording.calls).toHaveLength(1);
   });
 
   it("names the variable when the configured model cannot be initialised", async () => {

@@ -85,6 +85,18 @@ describe("startTestMcpServer (streamable HTTP in this process)", () => {
     const { toolkit } = await toolkitFor({ mini: server.config });
     expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["mini_echo"]);
   });
+
+  it("refuses tools it could not serve when it starts, not as an error on every request", async () => {
+    const echo = testTool({ name: "echo", description: "mine", handler: () => "x" });
+    await expect(startTestMcpServer({ tools: [echo] })).rejects.toThrow(
+      "test MCP server: tool 'echo' is defined twice (leave it out of builtins, or name yours differently)",
+    );
+    await expect(startTestMcpServer({ builtins: ["nope" as never] })).rejects.toThrow("test MCP server: there is no builtin tool 'nope'");
+    const server = await startTestMcpServer({ builtins: ["add"], tools: [echo] });
+    servers.push(server);
+    const { toolkit } = await toolkitFor({ own: server.config });
+    expect((await toolkit.getTools()).map((t) => t.name).sort()).toEqual(["own_add", "own_echo"]);
+  });
 });
 
 describe("testStdioServer (a stdio child process)", () => {

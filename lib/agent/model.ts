@@ -7,7 +7,8 @@ export const MODEL_ENV_VAR = "MCP_HARNESS_MODEL";
 
 /** The deterministic offline model the graphs use when no provider is configured. */
 export function createDemoChatModel(): ScriptedChatModel {
-  return new ScriptedChatModel([], { fallback: demoPolicy });
+  // One model serves every run of the process: it must not keep each run's messages.
+  return new ScriptedChatModel([], { fallback: demoPolicy, recordCalls: false });
 }
 
 /**

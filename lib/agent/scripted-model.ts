@@ -39,6 +39,8 @@ export interface ScriptedChatModelOptions extends BaseChatModelParams {
   fallback?: ScriptStep | string;
   /** Prefix of generated tool-call ids (default `call_`). */
   toolCallIdPrefix?: string;
+  /** Keep each call's input in `calls` (default true). A long-lived model serving many runs should not. */
+  recordCalls?: boolean;
 }
 
 export const DEFAULT_SCRIPT_FALLBACK = "(scripted model: the script is exhausted)";
@@ -47,6 +49,7 @@ export const DEFAULT_SCRIPT_FALLBACK = "(scripted model: the script is exhausted
 interface ScriptState {
   cursor: number;
   toolCallCount: number;
+  callCount: number;
   readonly calls: BaseMessage[][];
 }
 
@@ -68,15 +71,17 @@ export class ScriptedChatModel extends BaseChatModel {
   readonly #options: ScriptedChatModelOptions;
   #state: ScriptState;
   #boundTools: readonly StructuredToolInterface[] = [];
+  #recordCalls: boolean;
 
   constructor(script: readonly ScriptStep[] = [], options: ScriptedChatModelOptions = {}) {
-    const { fallback, toolCallIdPrefix, ...baseParams } = options;
+    const { fallback, toolCallIdPrefix, recordCalls, ...baseParams } = options;
     super(baseParams);
     this.script = [...script];
     this.fallback = typeof fallback === "string" ? { content: fallback } : (fallback ?? { content: DEFAULT_SCRIPT_FALLBACK });
     this.toolCallIdPrefix = toolCallIdPrefix ?? "call_";
     this.#options = options;
-    this.#state = { cursor: 0, toolCallCount: 0, calls: [] };
+    this.#state = { cursor: 0, toolCallCount: 0, callCount: 0, calls: [] };
+    this.#recordCalls = recordCalls ?? true;
   }
 
   /** An AIMessage with one tool call. Without `id`, the model that plays it assigns a fresh one. */
@@ -109,6 +114,7 @@ export class ScriptedChatModel extends BaseChatModel {
   reset(): void {
     this.#state.cursor = 0;
     this.#state.toolCallCount = 0;
+    this.#state.callCount = 0;
     this.#state.calls.length = 0;
   }
 
@@ -130,8 +136,9 @@ export class ScriptedChatModel extends BaseChatModel {
     _runManager?: CallbackManagerForLLMRun,
   ): Promise<ChatResult> {
     const state = this.#state;
-    const callIndex = state.calls.length;
-    state.calls.push([...messages]);
+    const callIndex = state.callCount;
+    state.callCount += 1;
+    if (this.#recordCalls) state.calls.push([...messages]);
     // Claim the step before any await so concurrent calls never play the same one.
     const step = state.cursor < this.script.length ? this.script[state.cursor] : this.fallback;
     state.cursor += 1;
@@ -226,9 +233,19 @@ export function findMentionedTool(
   return best?.tool;
 }
 
-/** The first balanced `{…}` in `text` that parses as a JSON object; `{}` when there is none. */
-export function extractJsonObject(text: string): Record<string, unknown> {
-  for (let start = text.indexOf("{"); start >= 0; start = text.indexOf("{", start + 1)) {
+/** How much of a message is searched for tool arguments, and from how many opening braces at most. */
+const JSON_SEARCH_CHARS = 64 * 1024;
+const JSON_SEARCH_STARTS = 64;
+
+/**
+ * The first balanced `{…}` in `text` that parses as a JSON object; `{}` when there is none. Bounded: each candidate
+ * is a scan to its closing brace, and the demo model answers every run of a server (a huge message of lone `{`
+ * would otherwise hold its event loop for minutes).
+ */
+export function extractJsonObject(message: string): Record<string, unknown> {
+  const text = message.length > JSON_SEARCH_CHARS ? message.slice(0, JSON_SEARCH_CHARS) : message;
+  let tried = 0;
+  for (let start = text.indexOf("{"); start >= 0 && tried < JSON_SEARCH_STARTS; start = text.indexOf("{", start + 1), tried += 1) {
     const end = matchingBrace(text, start);
     if (end < 0) continue;
     try {

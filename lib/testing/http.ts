@@ -46,6 +46,8 @@ function reply(res: ServerResponse, status: number, message: string): void {
  * is shared between clients) and resolves once it listens.
  */
 export async function startTestMcpServer(options: TestMcpHttpServerOptions = {}): Promise<TestMcpHttpServer> {
+  // Built once up front, so bad options fail here instead of as an HTTP 500 on every request.
+  await createTestMcpServer(options).close();
   const calls: TestToolCall[] = [];
   const record = (call: TestToolCall) => {
     calls.push(call);

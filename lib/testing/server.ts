@@ -108,7 +108,19 @@ export function createTestMcpServer(
 ): McpServer {
   const server = new McpServer({ name: options.name ?? DEFAULT_TEST_SERVER_NAME, version: "1.0.0" });
   const builtins = builtinTools();
-  const tools = [...(options.builtins ?? TEST_SERVER_BUILTIN_TOOLS).map((name) => builtins[name]), ...(options.tools ?? [])];
+  const tools = [
+    ...(options.builtins ?? TEST_SERVER_BUILTIN_TOOLS).map((name) => {
+      const builtin = Object.prototype.hasOwnProperty.call(builtins, name) ? builtins[name] : undefined;
+      if (!builtin) throw new Error(`test MCP server: there is no builtin tool '${String(name)}' (builtins: ${TEST_SERVER_BUILTIN_TOOLS.join(", ")})`);
+      return builtin;
+    }),
+    ...(options.tools ?? []),
+  ];
+  const names = new Set<string>();
+  for (const { name } of tools) {
+    if (names.has(name)) throw new Error(`test MCP server: tool '${name}' is defined twice (leave it out of builtins, or name yours differently)`);
+    names.add(name);
+  }
   for (const tool of tools) {
     server.registerTool(
       tool.name,
