@@ -24,6 +24,7 @@ let submit: DynamicStructuredTool;
 let now = new Date("2026-01-01T00:00:00.000Z");
 const clock = () => now;
 let gateway: Hono;
+let dir: string;
 
 const authorize = (request: Request) => {
   const user = request.headers.get("x-user");
@@ -54,7 +55,7 @@ let bob: { taskId: string; remoteId: string };
 beforeAll(async () => {
   board = new TaskBoard();
   http = await startHttpFixture({ name: "jobs", toolNames: [], taskBoard: board });
-  const dir = await makeTempDir("gateway-tasks-");
+  dir = await makeTempDir("gateway-tasks-");
   const configPath = await writeConfig(dir, {
     mcpTasks: { enabled: true },
     mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [TOOLSET] } },
@@ -155,6 +156,20 @@ test("with an authorize hook that knows only the admin, the LangGraph server's a
   expect((await server.request("/api/threads/th-2/mcp-tasks")).status).toBe(401);
   const asAdmin = await server.request("/api/threads/th-2/mcp-tasks", { headers: { authorization: "Bearer admin-token", "x-user": "bob" } });
   expect(await asAdmin.json()).toEqual([]); // the hook's user wins: the admin has no tasks there
+});
+
+test("a store that fails: one clean line naming the task request, never the database's text", async () => {
+  const configPath = path.join(dir, "extensions_config.json");
+  const broken = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "broken.sqlite")}`, clock, logger: silentLogger });
+  const app = createGatewayApp({ taskRuntime: broken, authorize, logger: silentLogger });
+  await broken.store.close(); // the runtime still runs; every query now fails
+  try {
+    const response = await get("/api/threads/th-1/mcp-tasks", "ann", app);
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ detail: "Failed to handle the MCP task request" });
+  } finally {
+    await broken.stop().catch(() => undefined);
+  }
 });
 
 test("a stopped runtime, or none: 503 for list, detail and cancel alike", async () => {

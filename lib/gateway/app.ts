@@ -107,7 +107,8 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
     }
     const code = (err as NodeJS.ErrnoException).code;
     logger.error(`MCP gateway: ${c.req.method} ${c.req.path} failed${code ? ` (${code})` : ""}`);
-    return c.json({ detail: `Failed to handle the MCP configuration request${code ? ` (${code})` : ""}` }, 500);
+    const what = c.req.path.startsWith("/api/mcp/") ? "the MCP configuration request" : "the MCP task request";
+    return c.json({ detail: `Failed to handle ${what}${code ? ` (${code})` : ""}` }, 500);
   });
 
   app.use("/api/mcp/*", async (c, next) => {
