@@ -51,16 +51,19 @@ interface ServerApiTarget {
 }
 
 /**
- * Where notification runs are created: `MCP_HARNESS_LANGGRAPH_API_URL` (with its API key variables), else the
- * server's loopback, else `127.0.0.1:$PORT`.
+ * Where notification runs are created: `MCP_HARNESS_LANGGRAPH_API_URL`, else the server's loopback, else
+ * `127.0.0.1:$PORT`. The API key variables apply to each: the loopback passes through the server's own auth
+ * middleware, so a server with custom auth needs a key its handler accepts for the worker.
  */
 export function serverApiTarget(env: NodeJS.ProcessEnv = process.env): ServerApiTarget {
+  const apiKey = langGraphApiKeyFromEnv(env);
+  const keyed = apiKey ? ", with an API key" : "";
   const explicit = env[LANGGRAPH_API_URL_ENV_VAR]?.trim();
-  if (explicit) return { apiUrl: explicit, apiKey: langGraphApiKeyFromEnv(env), description: `${LANGGRAPH_API_URL_ENV_VAR} (${originOf(explicit)})` };
+  if (explicit) return { apiUrl: explicit, apiKey, description: `${LANGGRAPH_API_URL_ENV_VAR} (${originOf(explicit)})${keyed}` };
   const loopback = langGraphServerLoopback();
-  if (loopback) return { apiUrl: LOOPBACK_API_URL, fetch: loopback, description: "this server (in-process)" };
+  if (loopback) return { apiUrl: LOOPBACK_API_URL, fetch: loopback, apiKey, description: `this server (in-process)${keyed}` };
   const url = `http://127.0.0.1:${env.PORT?.trim() || "2024"}`;
-  return { apiUrl: url, description: url };
+  return { apiUrl: url, apiKey, description: `${url}${keyed}` };
 }
 
 /**

@@ -51,6 +51,7 @@ test("a config fixed after startup gets the runtime its worker and its task rout
   const route = () => app.request("/api/threads/th-1/mcp-tasks", { headers: { authorization: "Bearer admin-token" } });
   expect(await serverTasks.startServerTaskWorker()).toBeNull();
   expect((await route()).status).toBe(503);
+  expect(await serverTasks.getServerTasks()).toBeNull(); // the load that request started has read the broken file
 
   await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 300 },
@@ -76,4 +77,14 @@ test("a config fixed after startup gets the runtime its worker and its task rout
   const after = await tasks!.toolkit.getTools();
   expect(after.map((t) => t.name)).toEqual(before.map((t) => t.name));
   expect(after[0]).not.toBe(before[0]);
+});
+
+test("notifications go to the loopback, an explicit URL or the port, each with the API key the environment gives", () => {
+  const { serverApiTarget } = load<ServerTasksModule>("../../graphs/server-tasks");
+  const keyed = serverApiTarget({ MCP_HARNESS_LANGGRAPH_API_KEY: "lg-key-1" });
+  expect(keyed).toMatchObject({ apiUrl: "http://langgraph-api.loopback", apiKey: "lg-key-1", description: "this server (in-process), with an API key" });
+  expect(serverApiTarget({})).toMatchObject({ apiKey: undefined, description: "this server (in-process)" });
+  const explicit = serverApiTarget({ MCP_HARNESS_LANGGRAPH_API_URL: "https://lg.example/x?y=1", LANGGRAPH_API_KEY: "lg-key-2" });
+  expect(explicit).toMatchObject({ apiUrl: "https://lg.example/x?y=1", apiKey: "lg-key-2" });
+  expect(explicit.description).toBe("MCP_HARNESS_LANGGRAPH_API_URL (https://lg.example), with an API key");
 });
