@@ -239,6 +239,13 @@ describe("resolveChatModel", () => {
   });
 
   it("names the variable when the configured model cannot be initialised", async () => {
-    await expect(resolveChatModel({ MCP_HARNESS_MODEL: "no-such-provider:model-x" })).rejects.toThrow(/MCP_HARNESS_MODEL=/);
+    await expect(resolveChatModel({ MCP_HARNESS_MODEL: "no-such-provider:model-x" })).rejects.toThrow(/MCP_HARNESS_MODEL=no-such-provider:model-x: /);
+  });
+
+  it("does not repeat a value that is no model name (an API key pasted into the variable)", async () => {
+    const error = (await resolveChatModel({ MCP_HARNESS_MODEL: "sk-live-abcdef0123456789" }).catch((err: unknown) => err)) as Error;
+    expect(error.message).toMatch(/^MCP_HARNESS_MODEL \(value not shown: it does not look like provider:model\): cannot initialise the chat model: /);
+    expect(error.message).not.toContain("sk-live-abcdef0123456789");
+    expect(error.cause).toBeUndefined();
   });
 });

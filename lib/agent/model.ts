@@ -22,7 +22,11 @@ export async function resolveChatModel(env: NodeJS.ProcessEnv = process.env): Pr
   try {
     return await initChatModel(spec);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`${MODEL_ENV_VAR}=${spec}: cannot initialise the chat model: ${reason}`, { cause: error });
+    const reason = (error instanceof Error ? error.message : String(error)).split(spec).join(`<${MODEL_ENV_VAR}>`);
+    // The value is shown only when it looks like a model name: an API key pasted into the variable stays out of logs.
+    const shown = MODEL_SPEC.test(spec) ? `=${spec}` : " (value not shown: it does not look like provider:model)";
+    throw new Error(`${MODEL_ENV_VAR}${shown}: cannot initialise the chat model: ${reason}`);
   }
 }
+
+const MODEL_SPEC = /^[A-Za-z0-9_.-]{1,40}:[A-Za-z0-9_.:/@-]{1,100}$/;
