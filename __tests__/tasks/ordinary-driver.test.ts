@@ -103,6 +103,13 @@ test("cancel returns the terminal status; a failing cancel is a retryable error;
   expect((await driver.cancel(done)).status).toBe(TaskStatus.COMPLETED);
 });
 
+test("status and cancel answers are held to the persisted id, not to the length a stored id may have", async () => {
+  // The cancel that compensates a submit whose id was too long to store must understand the server's answer.
+  const long = await submitted("web", { label: "l", steps: 5, remote_id: "j".repeat(300) });
+  expect((await driver.getStatus(long)).status).toBe(TaskStatus.WORKING);
+  expect((await driver.cancel(long)).status).toBe(TaskStatus.CANCELLED);
+});
+
 test("a submit answer that is not {task_id, status: running} or a missing role is a protocol error", async () => {
   await expect(driver.submit(request("web", { label: "x" }, { status_tool: "job_status", cancel_tool: "job_cancel" }))).rejects.toThrow(
     new McpTaskProtocolError("Task driver_data is missing required 'submit_tool'"),

@@ -7,7 +7,6 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { cutCodePoints } from "../payload";
 import {
-  MCP_TASK_REMOTE_ID_MAX_LENGTH,
   McpTaskProtocolError,
   TaskSnapshot,
   TaskStatus,
@@ -36,8 +35,10 @@ const artifactSchema = z.object({ uri: z.string().min(1), mime_type: z.string().
 const positiveFinite = z.number().positive().refine(Number.isFinite, "must be finite");
 
 const submitPayload = z.object({ task_id: z.string().min(1), status: z.literal("running") });
+// Status and cancel answers name the task they are about: `checkTaskId` holds them to the persisted id, so no
+// length cap of their own (the cancel that compensates a submit whose id was too long to store must be understood).
 const statusPayload = z.object({
-  task_id: z.string().min(1).max(MCP_TASK_REMOTE_ID_MAX_LENGTH),
+  task_id: z.string().min(1),
   status: z.enum(["running", "input_required", "completed", "failed", "cancelled"]),
   result: z.unknown().optional(),
   result_artifact: artifactSchema.nullish(),
@@ -47,7 +48,7 @@ const statusPayload = z.object({
   poll_after_seconds: positiveFinite.nullish(),
 });
 const cancelPayload = z.object({
-  task_id: z.string().min(1).max(MCP_TASK_REMOTE_ID_MAX_LENGTH),
+  task_id: z.string().min(1),
   status: z.enum(["cancelled", "completed", "failed"]),
   result: z.unknown().optional(),
   result_artifact: artifactSchema.nullish(),
@@ -127,7 +128,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     const payload = parsePayload(statusPayload, await this.call(ref, toolName, options), toolName);
     checkTaskId(ref, payload.task_id);
     if (payload.error_code === "task_not_found") {
-      return new TaskSnapshot({ status: TaskStatus.FAILED, error: payload.error ?? "Remote MCP task was not found" });
+      return new TaskSnapshot({ status: TaskStatus.FAILED, error: payload.error || "Remote MCP task was not found" });
     }
     if (payload.status === "input_required" && !payload.input_required) {
       throw new McpTaskProtocolError("Invalid structuredContent: input_required status requires input_required");
