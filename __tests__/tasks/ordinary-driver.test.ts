@@ -24,6 +24,7 @@ beforeAll(async () => {
   const configPath = await writeConfig(dir, {
     mcpServers: {
       web: { type: "http", url: http.url, headers: { Authorization: `Bearer ${SECRET}` } },
+      short: { type: "http", url: http.url, headers: { "X-Tenant": "acme", "X-Api-Version": "2" } },
       local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }) },
     },
   });
@@ -108,6 +109,17 @@ test("status and cancel answers are held to the persisted id, not to the length 
   const long = await submitted("web", { label: "l", steps: 5, remote_id: "j".repeat(300) });
   expect((await driver.getStatus(long)).status).toBe(TaskStatus.WORKING);
   expect((await driver.cancel(long)).status).toBe(TaskStatus.CANCELLED);
+});
+
+test("protocol fields are read as the server sent them; what is kept is scrubbed (short header values 'acme', '2')", async () => {
+  const submission = await driver.submit(request("short", { label: "s", remote_id: "acme-77" }));
+  expect(submission).toMatchObject({ remoteTaskId: "acme-77", remoteIdHoldsSecret: true });
+  const clean = await driver.submit(request("short", { label: "c", remote_id: "job-9400" }));
+  expect(clean).toMatchObject({ remoteTaskId: "job-9400", remoteIdHoldsSecret: false });
+  const hinted = await submitted("short", { label: "h", mode: "hint", hint: 2 });
+  expect(await driver.getStatus(hinted)).toMatchObject({ status: "working", poll_after_seconds: 2 });
+  const failed = await submitted("short", { label: "acme", mode: "fail" });
+  expect(await driver.getStatus(failed)).toMatchObject({ status: "failed", error: "job [redacted] failed" });
 });
 
 test("a submit answer that is not {task_id, status: running} or a missing role is a protocol error", async () => {

@@ -209,6 +209,20 @@ describe("compensation through the wrapper", () => {
     expect(board.jobs.get("comp-2")!.state).toBe("running");
   });
 
+  test("a remote id holding a value the call carried as a credential is never stored; the job is cancelled by its real id", async () => {
+    const s = await setup({
+      mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+      mcpServers: { jobs: { type: "http", url: http.url, headers: { "X-Tenant": "acme" }, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+    });
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "t", remote_id: "acme-9", steps: 5 }, "ann", "th-4c");
+    expect(message!.status).toBe("error");
+    expect(message!.content).toBe(
+      "Background task 'build' was not submitted: MCP task remote_task_id holds a value the call carried as a credential, so it cannot be stored",
+    );
+    expect(board.jobs.get("acme-9")!.state).toBe("cancelled");
+    expect(await s.runtime.service.listTasks("th-4c", "ann")).toEqual([]);
+  });
+
   test("a remote id that is already tracked cancels nothing", async () => {
     const s = await setup();
     await agentSubmit(s, "jobs_start_job", { label: "d", remote_id: "dup-1" }, "ann", "th-5");

@@ -328,7 +328,8 @@ export async function runToolCall(
 
 /**
  * One call through the interceptor chain, also used outside a tool node (durable tasks). Returns the chain's
- * outcome scrubbed of every secret known for the call; failures throw an `McpToolCallError` with the vetted,
+ * outcome scrubbed of every secret known for the call (or, with `unscrubbed`, as it is, handing that caller the
+ * redactor); failures throw an `McpToolCallError` with the vetted,
  * scrubbed text a tool shows; interrupts propagate, and so does the abort reason of a cancelled run.
  */
 export async function runDirectCall(
@@ -340,6 +341,7 @@ export async function runDirectCall(
   opts: CallPathOptions,
   workspace: CallWorkspace = {},
   carried?: (values: readonly string[]) => void,
+  unscrubbed?: (redactor: Redactor) => void,
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -354,7 +356,10 @@ export async function runDirectCall(
       opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
       sendToServer(target, record, runtime, signal, secrets, workspace),
     );
-    return scrubOutcome(await chain(request), secrets.redactor());
+    const outcome = await chain(request);
+    if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
+    unscrubbed(secrets.redactor());
+    return outcome;
   } catch (err) {
     if (isGraphBubbleUp(err)) throw err;
     // A cancelled run ends with its own reason: an error that raced the abort may quote what the call carried.

@@ -27,6 +27,7 @@ import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
+import type { Redactor } from "../shared/redact";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
@@ -128,6 +129,12 @@ export interface McpDirectToolCall {
   rememberedSecrets?: readonly string[];
   /** Told every secret the call carried, once it is over (also when it failed). */
   onCarriedSecrets?: (values: readonly string[]) => void;
+  /**
+   * When given, the outcome comes back as the chain produced it, not scrubbed, and this is handed the redactor of
+   * every secret known for the call first: for callers that must read protocol fields exactly (a task's id, its
+   * status) and scrub what they keep or show themselves.
+   */
+  onUnscrubbed?: (redactor: Redactor) => void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
@@ -458,6 +465,7 @@ export class McpToolkit {
       remembered.length === 0 ? opts : { ...opts, secrets: [...opts.secrets, ...remembered] },
       {},
       call.onCarriedSecrets,
+      call.onUnscrubbed,
     );
   }
 

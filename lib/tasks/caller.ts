@@ -9,6 +9,8 @@ import { ToolMessage } from "@langchain/core/messages";
 import { isCommand } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
+import { Redactor } from "../shared/redact";
+import { cutCodePoints } from "./payload";
 import { SubmitSecretsMemory } from "./submit-secrets";
 
 export interface TaskToolCall {
@@ -23,9 +25,23 @@ export interface TaskToolCall {
   signal?: AbortSignal;
 }
 
+/**
+ * A task tool's answer. Protocol fields (the task's id, its status, a poll hint) are read from `result` exactly as
+ * the server sent them: scrubbing first would turn an id containing a short header value into one no server knows.
+ * Whatever is kept or shown (a result, an error, a question for the user) goes through `scrub` first.
+ */
+export interface TaskToolAnswer {
+  /** The server's answer as it came. */
+  readonly result: CallToolResult;
+  /** `value` with every secret known for the call replaced, at any depth. */
+  scrub<T>(value: T): T;
+  /** Whether `text` holds one of the call's secrets. */
+  holdsSecret(text: string): boolean;
+}
+
 export interface TaskToolCaller {
-  /** The server's answer, already scrubbed of the call's secrets; a failed call throws a safe-to-show error. */
-  callTool(call: TaskToolCall): Promise<CallToolResult>;
+  /** The server's answer; a failed call throws a safe-to-show error. */
+  callTool(call: TaskToolCall): Promise<TaskToolAnswer>;
 }
 
 /** An interceptor answered for the server (a ToolMessage or a Command): the task protocol has nothing to parse. */
@@ -45,6 +61,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
     async callTool(call) {
       const runtime = call.runtime as ToolRuntime | undefined;
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
+      let redactor = Redactor.none;
       const outcome = await toolkit.callTool({
         server: call.serverName,
         tool: call.toolName,
@@ -53,16 +70,22 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         requestScopedHeaders: runtime !== undefined,
         scope: { userId: call.userId, threadId: call.threadId },
         signal: call.signal,
+        onUnscrubbed: (known) => (redactor = known),
         ...(runtime !== undefined
           ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
           : { rememberedSecrets: memory.recall(key) }),
       });
       if (ToolMessage.isInstance(outcome)) {
         const text = typeof outcome.content === "string" ? outcome.content : "";
-        throw new TaskCallShortCircuitError(call.toolName, text.slice(0, 500));
+        throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(redactor.text(text), 500));
       }
       if (isCommand(outcome)) throw new TaskCallShortCircuitError(call.toolName, "");
-      return outcome;
+      const known = redactor;
+      return {
+        result: outcome,
+        scrub: (value) => known.deep(value),
+        holdsSecret: (text) => known.text(text) !== text,
+      };
     },
   };
 }

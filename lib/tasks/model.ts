@@ -192,9 +192,12 @@ function requireFits(field: string, value: string | null | undefined, max: numbe
 
 /** What a driver's submit returns. */
 export interface TaskSubmission {
+  /** As the server sent it: status and cancel calls must name it exactly. */
   remoteTaskId: string;
   snapshot: TaskSnapshot;
   driverData?: Record<string, unknown>;
+  /** The id holds a value the call carried as a credential: it is never stored, and the remote task is cancelled. */
+  remoteIdHoldsSecret?: boolean;
 }
 
 export interface DriverCallOptions {

@@ -231,6 +231,9 @@ export class McpTaskService {
       if (submission.remoteTaskId.length > MCP_TASK_REMOTE_ID_MAX_LENGTH) {
         throw new McpTaskProtocolError(`MCP task remote_task_id must not exceed ${MCP_TASK_REMOTE_ID_MAX_LENGTH} characters`);
       }
+      if (submission.remoteIdHoldsSecret) {
+        throw new McpTaskProtocolError("MCP task remote_task_id holds a value the call carried as a credential, so it cannot be stored");
+      }
       const snapshot = normalizeSnapshot(submission.snapshot, this.#bounds);
       const submittedAt = this.#clock();
       caller?.throwIfAborted();

@@ -3,7 +3,6 @@
  * `structuredContent` is parsed — text is never read as JSON — and every answer is checked against the exact
  * payload schemas; a broken answer is a permanent protocol failure, an `isError` status answer is retryable.
  */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { cutCodePoints } from "../payload";
 import {
@@ -16,7 +15,7 @@ import {
   type TaskSubmission,
   type TaskSubmitRequest,
 } from "../model";
-import type { TaskToolCaller } from "../caller";
+import type { TaskToolAnswer, TaskToolCaller } from "../caller";
 
 export const ORDINARY_MCP_TASK_DRIVER = "ordinary-tools";
 export const TOOL_ERROR_DETAIL_MAX_CHARS = 500;
@@ -62,10 +61,10 @@ function roleTool(driverData: Record<string, unknown>, role: OrdinaryTaskRole): 
   return name;
 }
 
-/** The first non-blank text block, bounded: what a failing task tool said about itself. */
-function errorDetail(result: CallToolResult): string {
-  for (const block of result.content ?? []) {
-    if (block.type === "text" && block.text.trim() !== "") return cutCodePoints(block.text.trim(), TOOL_ERROR_DETAIL_MAX_CHARS);
+/** The first non-blank text block, scrubbed, then bounded: what a failing task tool said about itself. */
+function errorDetail(answer: TaskToolAnswer): string {
+  for (const block of answer.result.content ?? []) {
+    if (block.type === "text" && block.text.trim() !== "") return cutCodePoints(answer.scrub(block.text.trim()), TOOL_ERROR_DETAIL_MAX_CHARS);
   }
   return "";
 }
@@ -78,9 +77,11 @@ function describeIssues(error: z.ZodError): string {
     .join("; ");
 }
 
-function parsePayload<T>(schema: z.ZodType<T>, result: CallToolResult, toolName: string): T {
+/** The answer's payload, checked as the server sent it (protocol fields are exact); nothing in it is scrubbed yet. */
+function parsePayload<T>(schema: z.ZodType<T>, answer: TaskToolAnswer, toolName: string): T {
+  const { result } = answer;
   if (result.isError) {
-    throw new McpTaskToolError(toolName, errorDetail(result));
+    throw new McpTaskToolError(toolName, errorDetail(answer));
   }
   if (result.structuredContent === undefined || result.structuredContent === null) {
     throw new McpTaskProtocolError(`MCP task tool '${toolName}' must return structuredContent; text content is not parsed`);
@@ -110,7 +111,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
 
   async submit(request: TaskSubmitRequest, options: DriverCallOptions = {}): Promise<TaskSubmission> {
     const toolName = roleTool(request.driverData, "submit_tool");
-    const result = await this.caller.callTool({
+    const answer = await this.caller.callTool({
       serverName: request.serverName,
       toolName,
       arguments: request.arguments,
@@ -119,44 +120,51 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
       runtime: options.runtime,
       signal: options.signal,
     });
-    const payload = parsePayload(submitPayload, result, toolName);
-    return { remoteTaskId: payload.task_id, snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }), driverData: { ...request.driverData } };
+    const payload = parsePayload(submitPayload, answer, toolName);
+    return {
+      remoteTaskId: payload.task_id,
+      snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
+      driverData: { ...request.driverData },
+      remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
+    };
   }
 
   async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "status_tool");
-    const payload = parsePayload(statusPayload, await this.call(ref, toolName, options), toolName);
+    const answer = await this.call(ref, toolName, options);
+    const payload = parsePayload(statusPayload, answer, toolName);
     checkTaskId(ref, payload.task_id);
     if (payload.error_code === "task_not_found") {
-      return new TaskSnapshot({ status: TaskStatus.FAILED, error: payload.error || "Remote MCP task was not found" });
+      return new TaskSnapshot({ status: TaskStatus.FAILED, error: answer.scrub(payload.error || "Remote MCP task was not found") });
     }
     if (payload.status === "input_required" && !payload.input_required) {
       throw new McpTaskProtocolError("Invalid structuredContent: input_required status requires input_required");
     }
     return new TaskSnapshot({
       status: REMOTE_STATUS[payload.status],
-      result: payload.result,
-      result_artifact: payload.result_artifact ?? null,
-      error: payload.error ?? null,
-      input_required: payload.input_required ?? null,
+      result: answer.scrub(payload.result),
+      result_artifact: answer.scrub(payload.result_artifact ?? null),
+      error: answer.scrub(payload.error ?? null),
+      input_required: answer.scrub(payload.input_required ?? null),
       poll_after_seconds: payload.poll_after_seconds ?? null,
     });
   }
 
   async cancel(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "cancel_tool");
-    const payload = parsePayload(cancelPayload, await this.call(ref, toolName, options), toolName);
+    const answer = await this.call(ref, toolName, options);
+    const payload = parsePayload(cancelPayload, answer, toolName);
     checkTaskId(ref, payload.task_id);
     return new TaskSnapshot({
       status: REMOTE_STATUS[payload.status],
-      result: payload.result,
-      result_artifact: payload.result_artifact ?? null,
-      error: payload.error ?? null,
+      result: answer.scrub(payload.result),
+      result_artifact: answer.scrub(payload.result_artifact ?? null),
+      error: answer.scrub(payload.error ?? null),
     });
   }
 
   /** Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. */
-  private call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<CallToolResult> {
+  private call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<TaskToolAnswer> {
     return this.caller.callTool({
       serverName: ref.serverName,
       toolName,
