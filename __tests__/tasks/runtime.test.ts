@@ -17,7 +17,7 @@ import { createMcpToolkit, McpTaskConfigurationError, RecordingLogger, silentLog
 import { REDACTED } from "../../lib/shared";
 import { ScriptedChatModel } from "../../lib/agent";
 import { threadPaths } from "../../lib/sessions";
-import { createTaskRuntime, MemoryTaskNotifier, submitContract, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { createTaskRuntime, MemoryTaskNotifier, submitContract, TaskSubmitRequest, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { targets } from "./store/helpers";
@@ -318,6 +318,66 @@ describe("startup rules", () => {
     await writeFile(s.configPath, JSON.stringify({ ...config, mcpServers: { ...added, jobs: { ...config.mcpServers.jobs, headers: { "X-Team": "b" } } } }));
     await expect(s.toolkit.getTools()).rejects.toThrow(
       new McpTaskConfigurationError("MCP task-enabled server configuration changed since startup ('jobs'); restart the process to use durable task tools"),
+    );
+  });
+
+  test("one task server down, or edited, stops neither the polls of the others' tasks nor (when down) its own", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const otherServer = await startHttpFixture({ name: "other", toolNames: [], taskBoard: new TaskBoard() });
+    const config = {
+      mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+      mcpServers: {
+        jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] },
+        other: { type: "http", url: otherServer.url, task_toolsets: [{ name: "other", ...TOOLSET }] },
+      },
+    };
+    const configPath = await writeConfig(dir, config);
+    const clock = new ManualClock();
+    const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, clock: clock.now, logger: silentLogger });
+    const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+    open.push({ runtime, toolkit });
+    await toolkit.getTools();
+    const submit = async (server: string, label: string) =>
+      runtime.service.submit(
+        "ordinary-tools",
+        new TaskSubmitRequest({ userId: "ann", threadId: "th-8", serverName: server, taskName: "b", arguments: { label, steps: 50 }, driverData: TOOLSET }),
+      );
+    const onJobs = await submit("jobs", "j");
+    const onOther = await submit("other", "o");
+    const polls = () => board.log.statusCalls.length;
+
+    // 'other' is edited: getTools refuses until a restart; 'jobs' tasks are still polled, 'other' ones are not.
+    await writeFile(configPath, JSON.stringify({ ...config, mcpServers: { ...config.mcpServers, other: { ...config.mcpServers.other, headers: { "X-New": "1" } } } }));
+    await expect(toolkit.getTools()).rejects.toThrow(/changed since startup \('other'\)/);
+    let before = polls();
+    await runtime.runOnce(clock.advance(10));
+    expect(polls()).toBe(before + 1);
+    expect((await runtime.service.getTask(onJobs.id, "ann"))?.last_poll_error).toBeNull();
+    expect((await runtime.service.getTask(onOther.id, "ann"))?.last_poll_error).toMatch(/changed since startup \('other'\)/);
+
+    // The edit is undone, and 'other' goes down: its discovery fails, and 'jobs' tasks are still polled.
+    await writeFile(configPath, JSON.stringify(config));
+    await otherServer.close();
+    await expect(toolkit.getTools()).rejects.toThrow(/MCP server 'other' task_toolsets reference missing raw tool/);
+    before = polls();
+    await runtime.runOnce(clock.advance(600));
+    expect(polls()).toBe(before + 1);
+    expect((await runtime.service.getTask(onJobs.id, "ann"))?.last_poll_error).toBeNull();
+    // Its own tasks are polled too, and fail on their own server's answer, not on the refused tools.
+    expect((await runtime.service.getTask(onOther.id, "ann"))?.last_poll_error).toMatch(/^MCP tool 'job_status' on server 'other' failed: /);
+  });
+
+  test("a runtime that made a toolkit of its own (a tick ran first) hands over to the agent's toolkit", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const configPath = await writeConfig(dir, baseConfig());
+    const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, logger: silentLogger, toolkitOptions: { dataDir: dir } });
+    const own = runtime.toolkit;
+    const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+    open.push({ runtime, toolkit });
+    expect(runtime.toolkit).toBe(toolkit);
+    await expect(own.getTools()).rejects.toThrow("McpToolkit is closed");
+    expect(() => createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime })).toThrow(
+      "this task runtime already serves another toolkit; create one runtime per toolkit",
     );
   });
 

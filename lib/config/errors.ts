@@ -84,7 +84,14 @@ function describeIssues(file: string | null, issues: readonly ConfigIssue[]): st
  * synchronous calls instead. The message names servers, tools and settings, never a value.
  */
 export class McpTaskConfigurationError extends Error {
-  constructor(message: string) {
+  /**
+   * @param blockedServers Task servers no call may reach until the process restarts (their config changed since
+   *   startup). The other servers' calls, a durable task's polls among them, go on.
+   */
+  constructor(
+    message: string,
+    readonly blockedServers: readonly string[] = [],
+  ) {
     super(message);
     this.name = "McpTaskConfigurationError";
   }

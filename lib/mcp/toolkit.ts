@@ -170,6 +170,11 @@ interface Generation {
   readonly custom: CustomInterceptors;
   /** Servers that contributed no tools, with the reason (also logged). */
   readonly failures: ReadonlyMap<string, string>;
+  /**
+   * Why the task startup rules refused this generation's tools: `getTools()` throws it (and loads again on its next
+   * call), while direct calls, a durable task's polls, still run on its sessions, except to the servers it blocks.
+   */
+  readonly toolsError?: McpTaskConfigurationError;
 }
 
 const MAX_LOAD_ATTEMPTS = 5;
@@ -250,10 +255,13 @@ export class McpToolkit {
     if (this.closed) throw new ToolkitClosedError();
     const current = this.current;
     if (current) {
-      if (!(await this.isStale(current))) return current.tools;
+      if (!current.toolsError && !(await this.isStale(current))) return current.tools;
+      // A generation whose tools were refused is tried again on each call, as a failed load always was.
       if (this.current === current) this.invalidate();
     }
-    return (await this.ensureLoaded()).tools;
+    const generation = await this.ensureLoaded();
+    if (generation.toolsError) throw generation.toolsError;
+    return generation.tools;
   }
 
   /** Servers of the current generation that contributed no tools, with the logged reason. */
@@ -398,13 +406,21 @@ export class McpToolkit {
       return { spec, tool: createHarnessTool(spec, invoke) };
     });
     const failures = new Map(discoveries.filter((d) => d.failure).map((d) => [d.serverName, d.failure!]));
-    let tools: DynamicStructuredTool[];
+    let tools: DynamicStructuredTool[] = [];
+    let toolsError: McpTaskConfigurationError | undefined;
     try {
       tools = this.exposedTools(loaded.config, discovered, failures);
     } catch (err) {
-      // No generation will own the sessions discovery opened.
-      this.retirePool(pool);
-      throw err;
+      // One task server that is down, or edited, must not stop the polls of every other server's tasks.
+      if (!(err instanceof McpTaskConfigurationError)) {
+        // No generation will own the sessions discovery opened.
+        this.retirePool(pool);
+        throw err;
+      }
+      toolsError = err;
+      // Its discovery children serve the default scope, which a task's polls (in the task's own scope) never use:
+      // no process is held for a generation the next getTools() replaces.
+      for (const [name, entry] of servers) if (entry.config.type === "stdio") void pool.closeServer(name);
     }
     this.logger.debug(`loaded ${tools.length} MCP tools from ${discoveries.length} servers (generation ${token})`);
     return {
@@ -417,6 +433,7 @@ export class McpToolkit {
       pool,
       custom,
       failures,
+      ...(toolsError ? { toolsError } : {}),
     };
   }
 
@@ -445,6 +462,7 @@ export class McpToolkit {
   async callTool(call: McpDirectToolCall): Promise<McpCallOutcome> {
     if (this.closed) throw new ToolkitClosedError();
     const generation = this.current ?? (await this.ensureLoaded());
+    if (generation.toolsError?.blockedServers.includes(call.server)) throw ownText(new McpToolCallError(generation.toolsError.message));
     const entry = generation.servers.get(call.server);
     if (!entry) throw ownText(new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`));
     const requestScoped = call.requestScopedHeaders ?? true;

@@ -133,8 +133,13 @@ export class TaskRuntime implements ToolkitTaskHooks {
   }
 
   attach(toolkit: McpToolkit): void {
-    if (this.#toolkit !== null && this.#toolkit !== toolkit) {
-      throw new Error("this task runtime already serves another toolkit; create one runtime per toolkit");
+    const previous = this.#toolkit;
+    if (previous !== null && previous !== toolkit) {
+      if (!this.#ownsToolkit) throw new Error("this task runtime already serves another toolkit; create one runtime per toolkit");
+      // The one it made for its own calls before an agent's toolkit attached (a tick ran first): the agent's takes
+      // over, and the calls still running on the old one end with it.
+      this.#ownsToolkit = false;
+      void previous.close().catch(() => undefined);
     }
     this.#toolkit = toolkit;
   }
@@ -145,6 +150,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
     if (changed.length > 0) {
       throw new McpTaskConfigurationError(
         `MCP task-enabled server configuration changed since startup (${quotedNames(changed)}); restart the process to use durable task tools`,
+        changed,
       );
     }
     return this.#wrapper.prepare(input);
