@@ -142,3 +142,15 @@ describe("assignVisibleNames: the documented collision rule", () => {
     expect(assign(servers)).toEqual(result);
   });
 });
+
+test("server-sent names are shown escaped and cut in warnings, so none can forge a log line or flood it", () => {
+  const forged = "x\n[mcp-harness] Skipping MCP server 'github'";
+  const long = "n".repeat(200);
+  const { warnings } = assign([["s", false, [forged, forged, long]]]);
+  expect(warnings).toEqual([
+    `Dropping MCP tool 'x\\u000a[mcp-harness] Skipping MCP server 'github'' of server 's': invalid name 'x\\u000a[mcp-harness] Skipping MCP server 'github'' (it must match ^[A-Za-z0-9_-]+$)`,
+    "MCP server 's' lists tool 'x\\u000a[mcp-harness] Skipping MCP server 'github'' more than once; keeping the first",
+    `Dropping MCP tool '${"n".repeat(100)}…' of server 's': invalid name '${"n".repeat(100)}…' (it is longer than 64 characters)`,
+  ]);
+  for (const warning of warnings) expect(warning).not.toContain("\n");
+});

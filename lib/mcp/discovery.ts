@@ -7,9 +7,11 @@ import type { HeaderMap } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
-import { DeadlineExceededError, withDeadline } from "../shared/deadline";
+import { DeadlineExceededError, onAbort, withDeadline } from "../shared/deadline";
+import { MAX_TIMER_MS } from "../shared/timers";
 import { isExpiredSession, type SessionPool } from "../sessions";
 import { boundText } from "../shared/text";
+import { shownToolName } from "./names";
 
 export interface DiscoveredTool {
   definition: Tool;
@@ -33,30 +35,73 @@ export function initTimeoutMs(server: McpServerConfig): number | null {
   return server.session_init_timeout === null ? null : server.session_init_timeout * 1000;
 }
 
+/** A tool list longer than this many pages is not a tool list. */
+export const MAX_TOOL_LIST_PAGES = 1000;
+
+/**
+ * Every page of `tools/list`. Each page has a signal of its own, tied to the discovery's deadline: the SDK leaves
+ * a listener on the signal of each request it sends. The SDK's own 60 s request timeout is lifted: the deadline
+ * (`session_init_timeout`, or none) is what bounds the listing.
+ */
 async function listAllTools(client: Client, signal: AbortSignal): Promise<Tool[]> {
   const tools: Tool[] = [];
+  const cursors = new Set<string>();
   let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor ? { cursor } : {}, { signal });
+  for (let pages = 1; ; pages += 1) {
+    const page = await listPage(client, cursor, signal);
     tools.push(...page.tools);
     cursor = page.nextCursor;
-  } while (cursor);
-  return tools;
+    if (!cursor) return tools;
+    if (cursors.has(cursor)) throw new Error(`the server sent the same tools/list cursor twice (after ${pages} pages)`);
+    if (pages >= MAX_TOOL_LIST_PAGES) throw new Error(`the server's tool list did not end within ${MAX_TOOL_LIST_PAGES} pages`);
+    cursors.add(cursor);
+  }
+}
+
+async function listPage(client: Client, cursor: string | undefined, signal: AbortSignal) {
+  const page = new AbortController();
+  const unsubscribe = onAbort(signal, () => page.abort(signal.reason));
+  try {
+    return await client.listTools(cursor ? { cursor } : {}, { signal: page.signal, timeout: MAX_TIMER_MS });
+  } finally {
+    unsubscribe();
+  }
 }
 
 /**
  * The adapters' JSON-schema simplification, applied to tools we already listed: `loadMcpTools` gets a
- * stand-in client that answers `listTools` from memory, so there is one `tools/list` round trip.
+ * stand-in client that answers `listTools` from memory, so there is one `tools/list` round trip. The copies are
+ * named by position, so two tools a server lists under one name each get their own schema. A simplified schema
+ * that lost a property the raw one declares (a `__proto__` field, which the simplification drops while keeping
+ * it required) is not used: the raw schema is.
  */
-async function simplifySchemas(serverName: string, tools: Tool[]): Promise<Map<string, JSONSchema>> {
-  const copies = tools.map((t) => ({ ...t, inputSchema: structuredClone(t.inputSchema) }));
+async function simplifySchemas(serverName: string, tools: readonly Tool[]): Promise<(JSONSchema | undefined)[]> {
+  const copies = tools.map((t, i) => ({ ...t, name: `t${i}`, inputSchema: structuredClone(t.inputSchema) }));
   const standIn = { listTools: async () => ({ tools: copies }) } as unknown as Client;
   const converted = await loadMcpTools(serverName, standIn, {
     throwOnLoadError: false,
     prefixToolNameWithServerName: false,
     additionalToolNamePrefix: "",
   });
-  return new Map(converted.map((t) => [t.name, t.schema as JSONSchema]));
+  const byName = new Map(converted.map((t) => [t.name, t.schema as JSONSchema]));
+  return tools.map((tool, i) => {
+    const simplified = byName.get(`t${i}`);
+    return simplified !== undefined && keepsProperties(tool.inputSchema, simplified) ? simplified : undefined;
+  });
+}
+
+/** The SDK client's schema parsing drops a `__proto__` property while `required` still names it. */
+function namesProtoField(tool: Tool): boolean {
+  const required: unknown = tool.inputSchema.required;
+  return Array.isArray(required) && required.includes("__proto__");
+}
+
+function keepsProperties(raw: Tool["inputSchema"], simplified: JSONSchema): boolean {
+  const declared = raw.properties;
+  if (typeof declared !== "object" || declared === null) return true;
+  const kept = (simplified as { properties?: unknown }).properties;
+  const keptProperties = typeof kept === "object" && kept !== null ? (kept as object) : {};
+  return Object.keys(declared).every((name) => Object.prototype.hasOwnProperty.call(keptProperties, name));
 }
 
 /** The server-level headers (static + OAuth) discovery connects with; resolving them may fetch a token. */
@@ -111,9 +156,9 @@ export async function discoverServer(
   }, timeoutMs);
   const definitions = secretsOf(target, sent.headers).deep(listed);
   const schemas = await simplifySchemas(serverName, definitions);
-  return definitions.map((definition) => ({
+  return definitions.map((definition, i) => ({
     definition,
-    inputSchema: schemas.get(definition.name) ?? (definition.inputSchema as JSONSchema),
+    inputSchema: schemas[i] ?? (definition.inputSchema as JSONSchema),
   }));
 }
 
@@ -153,7 +198,14 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
   const { serverName, server } = target;
   const sent: { headers?: HeaderMap } = {};
   try {
-    const tools = await discoverServer(target, pool, sent);
+    const tools = (await discoverServer(target, pool, sent)).filter((tool) => {
+      if (!namesProtoField(tool.definition)) return true;
+      logger.warn(
+        `Dropping MCP tool ${shownToolName(tool.definition.name)} of server '${serverName}': its input schema requires a field ` +
+          "named __proto__, which the MCP client drops from the schema, so no call could describe it",
+      );
+      return false;
+    });
     return { serverName, server, tools };
   } catch (err) {
     let reason: string;

@@ -1,3 +1,4 @@
+import { sliceWhole } from "../shared/text";
 export const VALID_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 /** The limit most chat-model APIs put on function names. */
 export const MAX_TOOL_NAME_LENGTH = 64;
@@ -17,6 +18,17 @@ export function visibleToolName(server: string, rawName: string, prefixed: boole
   return prefixed ? `${server}_${rawName}` : rawName;
 }
 
+const SHOWN_TOOL_NAME_CHARS = 100;
+
+/**
+ * A tool name as a warning shows it, quoted: it comes from the server, so control and separator characters are
+ * escaped (a name holding a line break cannot forge a log line) and a long one is cut.
+ */
+export function shownToolName(name: string): string {
+  const cut = name.length > SHOWN_TOOL_NAME_CHARS ? `${sliceWhole(name, SHOWN_TOOL_NAME_CHARS)}…` : name;
+  return `'${cut.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}'`;
+}
+
 export function invalidNameReason(name: string): string | null {
   if (!VALID_TOOL_NAME.test(name)) return "it must match ^[A-Za-z0-9_-]+$";
   if (name.length > MAX_TOOL_NAME_LENGTH) return `it is longer than ${MAX_TOOL_NAME_LENGTH} characters`;
@@ -32,13 +44,13 @@ interface Claim<T extends NameCandidate> {
 }
 
 function toolOf(claim: Claim<NameCandidate>): string {
-  return `'${claim.candidate.rawName}' of server '${claim.candidate.server}'`;
+  return `${shownToolName(claim.candidate.rawName)} of server '${claim.candidate.server}'`;
 }
 
 /** "tool 'x' of server 's'", or "the server's own tool 'x'" when `other` comes from the same server as `claim`. */
 function otherTool(claim: Claim<NameCandidate>, other: Claim<NameCandidate>): string {
   return other.candidate.server === claim.candidate.server
-    ? `the server's own tool '${other.candidate.rawName}'`
+    ? `the server's own tool ${shownToolName(other.candidate.rawName)}`
     : `tool ${toolOf(other)}`;
 }
 
@@ -72,14 +84,14 @@ export function assignVisibleNames<T extends NameCandidate>(
     }
     const key = `${candidate.server}\u0000${candidate.rawName}`;
     if (listed.has(key)) {
-      warn(`MCP server '${candidate.server}' lists tool '${candidate.rawName}' more than once; keeping the first`);
+      warn(`MCP server '${candidate.server}' lists tool ${shownToolName(candidate.rawName)} more than once; keeping the first`);
       continue;
     }
     listed.add(key);
     const configured = visibleToolName(candidate.server, candidate.rawName, candidate.prefixed);
     const invalid = invalidNameReason(configured);
     if (invalid) {
-      warn(`Dropping MCP tool ${toolOf({ candidate, configured })}: invalid name '${configured}' (${invalid})`);
+      warn(`Dropping MCP tool ${toolOf({ candidate, configured })}: invalid name ${shownToolName(configured)} (${invalid})`);
       continue;
     }
     claims.push({ candidate, configured });
@@ -114,7 +126,7 @@ export function assignVisibleNames<T extends NameCandidate>(
         taken.add(name);
       } else {
         claim.dropped = true;
-        warn(`Dropping MCP tool ${toolOf(claim)}: its name '${name}' collides with ${otherTool(claim, keeper)}`);
+        warn(`Dropping MCP tool ${toolOf(claim)}: its name ${shownToolName(name)} collides with ${otherTool(claim, keeper)}`);
       }
     }
     holder.set(name, keeper ?? list[0]);
@@ -127,28 +139,28 @@ export function assignVisibleNames<T extends NameCandidate>(
     const name = claim.configured;
     const sharers = [...new Set(claimants.get(name)!.map((c) => c.candidate.server))].join(", ");
     const fallback = visibleToolName(server, rawName, true);
-    const shared = `MCP tool name '${name}' is exposed by several servers (${sharers})`;
+    const shared = `MCP tool name ${shownToolName(name)} is exposed by several servers (${sharers})`;
     const invalid = invalidNameReason(fallback);
     const configuredBy = holder.get(fallback);
     const earlier = fallbackOwner.get(fallback);
     let problem: string | null = null;
-    if (invalid) problem = `its fallback name '${fallback}' is invalid (${invalid})`;
-    else if (configuredBy) problem = `its fallback name '${fallback}' is the configured name of ${otherTool(claim, configuredBy)}`;
-    else if (earlier) problem = `its fallback name '${fallback}' is already the fallback name of ${otherTool(claim, earlier)}`;
+    if (invalid) problem = `its fallback name ${shownToolName(fallback)} is invalid (${invalid})`;
+    else if (configuredBy) problem = `its fallback name ${shownToolName(fallback)} is the configured name of ${otherTool(claim, configuredBy)}`;
+    else if (earlier) problem = `its fallback name ${shownToolName(fallback)} is already the fallback name of ${otherTool(claim, earlier)}`;
     if (problem !== null) {
       if (!taken.has(name)) {
         taken.add(name);
         claim.visibleName = name;
-        warn(`${shared}; keeping server '${server}'s tool as '${name}': ${problem}`);
+        warn(`${shared}; keeping server '${server}'s tool as ${shownToolName(name)}: ${problem}`);
       } else {
         claim.dropped = true;
-        warn(`${shared}; dropping server '${server}'s tool '${rawName}': ${problem}`);
+        warn(`${shared}; dropping server '${server}'s tool ${shownToolName(rawName)}: ${problem}`);
       }
       continue;
     }
     fallbackOwner.set(fallback, claim);
     claim.visibleName = fallback;
-    warn(`${shared}; exposing server '${server}'s tool as '${fallback}'`);
+    warn(`${shared}; exposing server '${server}'s tool as ${shownToolName(fallback)}`);
   }
 
   return claims

@@ -1,0 +1,95 @@
+/**
+ * Discovery against servers whose `tools/list` pages are scripted: long listings, cursors that never end, one name
+ * listed twice, a property named `__proto__`. Real streamable HTTP servers; the toolkit as users build it.
+ */
+import { afterEach, expect, jest, test } from "@jest/globals";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { createMcpToolkit, RecordingLogger } from "../../lib";
+import { MAX_TOOL_LIST_PAGES } from "../../lib/mcp/discovery";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { startListingServer, type ListingServer, type ToolPage } from "../fixtures/listing-server";
+
+const open: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const item of open.splice(0).reverse()) await item.close();
+});
+
+const tool = (name: string, inputSchema: Tool["inputSchema"] = { type: "object" }): Tool => ({ name, description: name, inputSchema });
+
+async function discover(page: (cursor: string | undefined) => ToolPage, sessionInitTimeout: number | null = 30) {
+  const server: ListingServer = await startListingServer(page);
+  open.push(server);
+  const configPath = await writeConfig(await makeTempDir("mcp-listing-"), {
+    mcpServers: { s: { type: "http", url: server.url, session_init_timeout: sessionInitTimeout } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger });
+  open.push(toolkit);
+  return { server, logger, tools: await toolkit.getTools() };
+}
+
+test("a listing of many pages is read whole, each page under a signal of its own (the SDK leaves a listener on each) and no SDK timeout", async () => {
+  const signals: (AbortSignal | undefined)[] = [];
+  const timeouts: (number | undefined)[] = [];
+  const listTools = Client.prototype.listTools;
+  const spy = jest.spyOn(Client.prototype, "listTools").mockImplementation(function (this: Client, params, options) {
+    signals.push(options?.signal);
+    timeouts.push(options?.timeout);
+    return listTools.call(this, params, options);
+  });
+  try {
+    const { tools } = await discover((cursor) => {
+      const n = cursor === undefined ? 0 : Number(cursor);
+      return { tools: [tool(`t${n}`)], ...(n < 14 ? { nextCursor: String(n + 1) } : {}) };
+    });
+    expect(tools.map((t) => t.name)).toEqual(Array.from({ length: 15 }, (_, n) => `s_t${n}`));
+    expect(signals).toHaveLength(15);
+    expect(new Set(signals).size).toBe(15);
+    expect(signals.every((signal) => signal !== undefined && !signal.aborted)).toBe(true);
+    // The SDK's own 60 s request timeout never cuts a listing short: session_init_timeout (or none) bounds it.
+    expect(new Set(timeouts)).toEqual(new Set([2 ** 31 - 1]));
+  } finally {
+    spy.mockRestore();
+  }
+});
+
+test("a cursor the server sends twice ends the listing with a clear reason, also with no session_init_timeout", async () => {
+  const { server, logger, tools } = await discover(() => ({ tools: [tool("echo")], nextCursor: "c1" }), null);
+  expect(tools).toEqual([]);
+  expect(server.listRequests()).toBe(2);
+  expect(logger.messages("warn")).toEqual([
+    "Skipping MCP server 's' after tool discovery failed: the server sent the same tools/list cursor twice (after 2 pages)",
+  ]);
+});
+
+test(`a listing that never ends stops after ${MAX_TOOL_LIST_PAGES} pages`, async () => {
+  const { server, logger, tools } = await discover((cursor) => ({ tools: [], nextCursor: String(Number(cursor ?? 0) + 1) }), null);
+  expect(tools).toEqual([]);
+  expect(server.listRequests()).toBe(MAX_TOOL_LIST_PAGES);
+  expect(logger.messages("warn")).toEqual([
+    `Skipping MCP server 's' after tool discovery failed: the server's tool list did not end within ${MAX_TOOL_LIST_PAGES} pages`,
+  ]);
+});
+
+test("a name listed twice keeps its first definition, schema included", async () => {
+  const { logger, tools } = await discover(() => ({
+    tools: [tool("ok", { type: "object", properties: { a: { type: "number" } } }), tool("ok", { type: "object", properties: { a: { type: "string" } } })],
+  }));
+  expect(tools.map((t) => t.name)).toEqual(["s_ok"]);
+  expect((tools[0]!.schema as { properties: Record<string, unknown> }).properties).toEqual({ a: { type: "number" } });
+  expect(logger.messages("warn")).toEqual(["MCP server 's' lists tool 'ok' more than once; keeping the first"]);
+});
+
+test("a tool whose schema requires a __proto__ field (which the MCP client drops) is left out, named in a warning", async () => {
+  const { logger, tools } = await discover(() => ({
+    tools: [
+      tool("odd", JSON.parse('{"type":"object","properties":{"__proto__":{"type":"string"},"b":{"type":"number"}},"required":["__proto__"]}')),
+      tool("fine"),
+    ],
+  }));
+  expect(tools.map((t) => t.name)).toEqual(["s_fine"]);
+  expect(logger.messages("warn")).toEqual([
+    "Dropping MCP tool 'odd' of server 's': its input schema requires a field named __proto__, which the MCP client drops from the schema, so no call could describe it",
+  ]);
+});
