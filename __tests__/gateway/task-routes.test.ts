@@ -121,17 +121,22 @@ test("bad thread ids and limits are 400; no caller is 401", async () => {
   expect((await gateway.request("/api/threads/th-1/mcp-tasks")).status).toBe(401);
 });
 
-test("without an authorize hook the LangGraph server's authenticated user is the caller", async () => {
-  const bare = createGatewayApp({ taskRuntime: runtime, logger: silentLogger });
-  expect((await bare.request("/api/threads/th-2/mcp-tasks")).status).toBe(401);
+/** `app` mounted as the LangGraph API server mounts `http.app`, behind its auth middleware (`x-user` signs in). */
+function behindServerAuth(app: Hono): Hono {
   const server = new Hono();
-  // What the LangGraph API server's auth middleware sets before it routes to the mounted http.app.
   server.use(async (c, next) => {
     const user = c.req.header("x-user");
     if (user) (c as unknown as { set(k: string, v: unknown): void }).set("auth", { user: { identity: user, is_authenticated: true } });
     await next();
   });
-  server.route("/", bare);
+  server.route("/", app);
+  return server;
+}
+
+test("without an authorize hook the LangGraph server's authenticated user is the caller", async () => {
+  const bare = createGatewayApp({ taskRuntime: runtime, logger: silentLogger });
+  expect((await bare.request("/api/threads/th-2/mcp-tasks")).status).toBe(401);
+  const server = behindServerAuth(bare);
   const items = (await (await get("/api/threads/th-2/mcp-tasks", "bob", server)).json()) as { task_id: string }[];
   expect(items.map((i) => i.task_id)).toEqual([bob.taskId]);
   expect((await get("/api/threads/th-2/mcp-tasks", "ann", server)).status).toBe(200);
@@ -144,13 +149,7 @@ test("with an authorize hook that knows only the admin, the LangGraph server's a
     logger: silentLogger,
     authorize: (request) => (request.headers.get("authorization") === "Bearer admin-token" ? { userId: "admin", admin: true } : null),
   });
-  const server = new Hono();
-  server.use(async (c, next) => {
-    const user = c.req.header("x-user");
-    if (user) (c as unknown as { set(k: string, v: unknown): void }).set("auth", { user: { identity: user, is_authenticated: true } });
-    await next();
-  });
-  server.route("/", adminOnly);
+  const server = behindServerAuth(adminOnly);
   const items = (await (await get("/api/threads/th-2/mcp-tasks", "bob", server)).json()) as { task_id: string }[];
   expect(items.map((i) => i.task_id)).toEqual([bob.taskId]);
   expect((await server.request("/api/threads/th-2/mcp-tasks")).status).toBe(401);

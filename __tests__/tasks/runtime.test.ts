@@ -178,14 +178,19 @@ describe("the submit wrapper and the agent-visible tools", () => {
   });
 });
 
+/** Makes the store's file refuse every new task row, as a full disk would. */
+async function refuseInserts(dir: string): Promise<void> {
+  const db = new sqlite3.Database(path.join(dir, "tasks.sqlite"));
+  await new Promise<void>((resolve, reject) =>
+    db.exec("CREATE TRIGGER refuse BEFORE INSERT ON mcp_tasks BEGIN SELECT RAISE(ABORT, 'disk quota'); END;", (e) => (e ? reject(e) : resolve())),
+  );
+  await new Promise<void>((resolve) => db.close(() => resolve()));
+}
+
 describe("compensation through the wrapper", () => {
   test("the remote submit succeeded but the row could not be stored: the job is cancelled on the server", async () => {
     const s = await setup();
-    const db = new sqlite3.Database(path.join(s.dir, "tasks.sqlite"));
-    await new Promise<void>((resolve, reject) =>
-      db.exec("CREATE TRIGGER refuse BEFORE INSERT ON mcp_tasks BEGIN SELECT RAISE(ABORT, 'disk quota'); END;", (e) => (e ? reject(e) : resolve())),
-    );
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    await refuseInserts(s.dir);
     const [message] = await agentSubmit(s, "jobs_start_job", { label: "c", remote_id: "comp-1" }, "ann", "th-4");
     expect(message!.status).toBe("error");
     expect(message!.content).toBe("Background task 'build' was not submitted: the task could not be stored; nothing is running on the server");
@@ -195,11 +200,7 @@ describe("compensation through the wrapper", () => {
 
   test("the row could not be stored and the cancel failed too: the model hears that the job may still be running", async () => {
     const s = await setup();
-    const db = new sqlite3.Database(path.join(s.dir, "tasks.sqlite"));
-    await new Promise<void>((resolve, reject) =>
-      db.exec("CREATE TRIGGER refuse BEFORE INSERT ON mcp_tasks BEGIN SELECT RAISE(ABORT, 'disk quota'); END;", (e) => (e ? reject(e) : resolve())),
-    );
-    await new Promise<void>((resolve) => db.close(() => resolve()));
+    await refuseInserts(s.dir);
     const [message] = await agentSubmit(s, "jobs_start_job", { label: "c", remote_id: "comp-2", cancel_failures: 5 }, "ann", "th-4b");
     expect(message!.status).toBe("error");
     expect(message!.content).toBe(
