@@ -30,6 +30,12 @@ describe("formatIssuePath", () => {
     expect(formatIssuePath(["mcpServers", "k".repeat(64)])).toBe(`mcpServers.${"k".repeat(64)}`);
     expect(formatIssuePath(["a", "x\n".repeat(1000)]).length).toBeLessThan(200);
   });
+
+  it("shows a header name as header errors do: up to its first invalid character", () => {
+    expect(formatIssuePath(["mcpServers", "s", "headers", "Authorization: Bearer sk-live-ABCDEF"])).toBe('mcpServers.s.headers["Authorization…"]');
+    expect(formatIssuePath(["mcpServers", "s", "headers_from_context", "headers", "X-Key"])).toBe('mcpServers.s.headers_from_context.headers["X-Key"]');
+    expect(formatIssuePath(["mcpServers", "s", "env", "Authorization: Bearer x"])).toBe('mcpServers.s.env["Authorization: Bearer x"]');
+  });
 });
 
 describe("invalid JSON", () => {

@@ -133,13 +133,13 @@ describe("loadExtensionsConfig", () => {
         tool_name_prefix: "false",
         session_init_timeout: " 30 ",
         tool_call_timeout: "$TIMEOUT",
-        routing: { mode: "prefer", priority: "7" },
+        routing: { mode: "prefer", priority: "$PRIORITY" },
         tools: { t: { routing: { priority: "120" } } },
-        oauth: { token_url: "https://t", refresh_skew_seconds: "5", enabled: "off" },
+        oauth: { token_url: "https://t", refresh_skew_seconds: "$SKEW", enabled: "off" },
       },
       off: { enabled: "false", command: "npx", args: ["$UNSET_BUT_DISABLED"] },
     };
-    const loaded = await load({ mcpTasks, mcpServers: servers }, { TIMEOUT: "90" });
+    const loaded = await load({ mcpTasks, mcpServers: servers }, { TIMEOUT: "90", PRIORITY: "7", SKEW: "5" });
     const a = loaded.config.mcpServers.a!;
     expect([a.enabled, a.tool_name_prefix, a.session_init_timeout, a.tool_call_timeout]).toEqual([true, false, 30, 90]);
     expect([a.routing.priority, a.tools.t?.routing?.priority, a.oauth?.refresh_skew_seconds, a.oauth?.enabled]).toEqual([7, 100, 5, false]);
@@ -148,7 +148,7 @@ describe("loadExtensionsConfig", () => {
     expect(loaded.skipped).toEqual([]);
     expect(loaded.envSecrets).toEqual({});
     expect(loaded.raw).toMatchObject({ mcpServers: { a: { tool_call_timeout: "$TIMEOUT", enabled: "Yes" } } });
-    const error = await loadError({ mcpServers: { ...servers, bad: { command: "npx", session_init_timeout: "soon" } } }, { TIMEOUT: "90" });
+    const error = await loadError({ mcpServers: { ...servers, bad: { command: "npx", session_init_timeout: "soon" } } }, { TIMEOUT: "90", PRIORITY: "7", SKEW: "5" });
     expect(error.issues).toEqual([{ path: "mcpServers.bad.session_init_timeout", message: "Invalid input: expected number, received string" }]);
   });
 

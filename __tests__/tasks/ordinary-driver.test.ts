@@ -24,7 +24,7 @@ beforeAll(async () => {
   const configPath = await writeConfig(dir, {
     mcpServers: {
       web: { type: "http", url: http.url, headers: { Authorization: `Bearer ${SECRET}` } },
-      short: { type: "http", url: http.url, headers: { "X-Tenant": "acme", "X-Api-Version": "2" } },
+      short: { type: "http", url: http.url, headers: { "X-Tenant": "acme", "X-Api-Version": "2", "X-Team-Key": "team-key-7f3" } },
       local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }) },
     },
   });
@@ -112,10 +112,14 @@ test("status and cancel answers are held to the persisted id, not to the length 
 });
 
 test("protocol fields are read as the server sent them; what is kept is scrubbed (short header values 'acme', '2')", async () => {
-  const submission = await driver.submit(request("short", { label: "s", remote_id: "acme-77" }));
-  expect(submission).toMatchObject({ remoteTaskId: "acme-77", remoteIdHoldsSecret: true });
-  const clean = await driver.submit(request("short", { label: "c", remote_id: "job-9400" }));
-  expect(clean).toMatchObject({ remoteTaskId: "job-9400", remoteIdHoldsSecret: false });
+  // An id is stored as issued: a short value inside it is a coincidence (most UUIDs hold a '2'), a long one an echo.
+  const coincidence = await driver.submit(request("short", { label: "s", remote_id: "acme-2-77" }));
+  expect(coincidence).toMatchObject({ remoteTaskId: "acme-2-77", remoteIdHoldsSecret: false });
+  const echo = await driver.submit(request("short", { label: "e", remote_id: "job-team-key-7f3" }));
+  expect(echo).toMatchObject({ remoteTaskId: "job-team-key-7f3", remoteIdHoldsSecret: true });
+  const encoded = await driver.submit(request("short", { label: "b", remote_id: `job-${Buffer.from("team-key-7f3").toString("base64")}` }));
+  expect(encoded.remoteIdHoldsSecret).toBe(true);
+  expect((await driver.getStatus({ ...(await submitted("short", { label: "p", steps: 3, remote_id: "acme-2-78" })) })).status).toBe(TaskStatus.WORKING);
   const hinted = await submitted("short", { label: "h", mode: "hint", hint: 2 });
   expect(await driver.getStatus(hinted)).toMatchObject({ status: "working", poll_after_seconds: 2 });
   const failed = await submitted("short", { label: "acme", mode: "fail" });

@@ -213,14 +213,14 @@ describe("compensation through the wrapper", () => {
   test("a remote id holding a value the call carried as a credential is never stored; the job is cancelled by its real id", async () => {
     const s = await setup({
       mcpTasks: { enabled: true, poll_interval_seconds: 5 },
-      mcpServers: { jobs: { type: "http", url: http.url, headers: { "X-Tenant": "acme" }, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+      mcpServers: { jobs: { type: "http", url: http.url, headers: { "X-Tenant": "acme-corp-7f3" }, task_toolsets: [{ name: "build", ...TOOLSET }] } },
     });
-    const [message] = await agentSubmit(s, "jobs_start_job", { label: "t", remote_id: "acme-9", steps: 5 }, "ann", "th-4c");
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "t", remote_id: "acme-corp-7f3-9", steps: 5 }, "ann", "th-4c");
     expect(message!.status).toBe("error");
     expect(message!.content).toBe(
       "Background task 'build' was not submitted: MCP task remote_task_id holds a value the call carried as a credential, so it cannot be stored",
     );
-    expect(board.jobs.get("acme-9")!.state).toBe("cancelled");
+    expect(board.jobs.get("acme-corp-7f3-9")!.state).toBe("cancelled");
     expect(await s.runtime.service.listTasks("th-4c", "ann")).toEqual([]);
   });
 
@@ -337,7 +337,9 @@ describe("startup rules", () => {
     const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, clock: clock.now, logger: silentLogger });
     const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
     open.push({ runtime, toolkit });
-    await toolkit.getTools();
+    const tools = await toolkit.getTools();
+    const callTool = async (name: string) =>
+      (await tools.find((t) => t.name === name)!.invoke({ type: "tool_call", name, id: `c-${name}`, args: {} })) as ToolMessage;
     const submit = async (server: string, label: string) =>
       runtime.service.submit(
         "ordinary-tools",
@@ -355,6 +357,9 @@ describe("startup rules", () => {
     expect(polls()).toBe(before + 1);
     expect((await runtime.service.getTask(onJobs.id, "ann"))?.last_poll_error).toBeNull();
     expect((await runtime.service.getTask(onOther.id, "ann"))?.last_poll_error).toMatch(/changed since startup \('other'\)/);
+    // The agent's tools from before the edit: the edited server's refuse, the others run.
+    expect((await callTool("other_job_log")).content).toMatch(/changed since startup \('other'\); restart the process/);
+    expect((await callTool("jobs_job_log")).status).not.toBe("error");
 
     // The edit is undone, and 'other' goes down: its discovery fails, and 'jobs' tasks are still polled.
     await writeFile(configPath, JSON.stringify(config));

@@ -60,6 +60,7 @@ interface ScriptedSubmit {
   remoteTaskId: string;
   snapshot?: TaskSnapshot;
   driverData?: Record<string, unknown>;
+  remoteIdHoldsSecret?: boolean;
   /** Runs just before the answer is returned (e.g. the caller aborts then). */
   onReturn?: () => void;
 }
@@ -114,7 +115,12 @@ export class ScriptedDriver implements McpTaskDriver {
       // The answer arrives after the abort (one turn of the event loop later), as from a server that had already replied.
       await new Promise((resolve) => setImmediate(resolve));
     }
-    return { remoteTaskId: scripted.remoteTaskId, snapshot: scripted.snapshot ?? new TaskSnapshot({ status: "submitted" }), driverData: scripted.driverData };
+    return {
+      remoteTaskId: scripted.remoteTaskId,
+      snapshot: scripted.snapshot ?? new TaskSnapshot({ status: "submitted" }),
+      driverData: scripted.driverData,
+      ...(scripted.remoteIdHoldsSecret ? { remoteIdHoldsSecret: true } : {}),
+    };
   }
 
   getStatus(ref: TaskReference, options?: DriverCallOptions): Promise<TaskSnapshot> {

@@ -110,6 +110,19 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await h.service.listTasks("thread-1", "alice")).toEqual([]);
     });
 
+    test("a remote id holding a credential is refused, cancelled by its real id, and never written to a log line", async () => {
+      const h = await setup();
+      h.driver.nextSubmit({ remoteTaskId: "job-tok-Zq9secret", remoteIdHoldsSecret: true }).nextSubmit({ remoteTaskId: "job-tok-Zq9secret-2", remoteIdHoldsSecret: true });
+      h.driver.cancelWith("job-tok-Zq9secret-2", new Error("cancel refused"));
+      await expect(h.submit()).rejects.toThrow("MCP task remote_task_id holds a value the call carried as a credential, so it cannot be stored");
+      expect(h.driver.callsOf("cancel").map((c) => c.remoteTaskId)).toEqual(["job-tok-Zq9secret"]);
+      await expect(h.submit()).rejects.toThrow("holds a value the call carried as a credential");
+      const warnings = h.logger.messages("warn");
+      expect(warnings).toEqual([expect.stringContaining("remote_task_id=(withheld: it holds a credential)): cancel refused")]);
+      expect(h.logger.lines.map((l) => l.message).join("\n")).not.toContain("tok-Zq9secret");
+      expect(await h.service.listTasks("thread-1", "alice")).toEqual([]);
+    });
+
     test("a user id longer than the task row holds is refused before anything runs on the server", async () => {
       const h = await setup();
       await expect((async () => h.submit({ userId: "u".repeat(65) }))()).rejects.toThrow("user_id must not exceed 64 characters");

@@ -3,6 +3,8 @@
  * in a config may be a credential.
  */
 
+import { shownHeaderName } from "../shared/headers";
+
 const ROOT = "(root)";
 
 export interface ConfigIssue {
@@ -60,13 +62,21 @@ export function shownKey(key: string): string {
 export function formatIssuePath(path: readonly PropertyKey[]): string {
   if (path.length === 0) return ROOT;
   let out = "";
+  let parent: PropertyKey | undefined;
   for (const key of path) {
     if (typeof key === "number") out += `[${key}]`;
     else if (typeof key === "symbol") out += `[${shownKey(key.description ?? "")}]`;
+    else if (parent === "headers" && shownHeaderName(key) !== key) out += `[${shownCutHeader(key)}]`;
     else if (IDENTIFIER.test(key) && key.length <= MAX_SHOWN_KEY_CHARS) out += out === "" ? key : `.${key}`;
     else out += `[${shownKey(key)}]`;
+    parent = key;
   }
   return out;
+}
+
+/** A header name cut as header errors cut it (a mistyped "Authorization: Bearer …" key holds its value), quoted. */
+function shownCutHeader(name: string): string {
+  return `${shownKey(shownHeaderName(name).slice(0, -1)).slice(0, -1)}…"`;
 }
 
 /** The issues without the file's name: what an API answer may show (it never names a local path). */

@@ -11,8 +11,8 @@ const FALSE_WORDS = new Set(["0", "off", "f", "false", "n", "no"]);
 
 const SERVER_BOOLEANS = ["enabled", "tool_name_prefix"];
 const SERVER_NUMBERS = ["session_init_timeout", "tool_call_timeout", "max_total_timeout"];
-/** A server's own scalar settings: a `$VAR` there is a setting, not a secret to redact from its results. */
-export const SERVER_SCALAR_FIELDS: readonly string[] = [...SERVER_BOOLEANS, ...SERVER_NUMBERS];
+const OAUTH_BOOLEANS = ["enabled"];
+const OAUTH_NUMBERS = ["refresh_skew_seconds"];
 const TASK_BOOLEANS = ["enabled"];
 const TASK_NUMBERS = [
   "poll_interval_seconds",
@@ -66,7 +66,7 @@ export function laxServer(server: unknown): unknown {
     out[key] = value;
   };
   if (Object.prototype.hasOwnProperty.call(server, "routing")) copy("routing", laxRouting(server.routing));
-  if (isPlainObject(server.oauth)) copy("oauth", withLaxFields(server.oauth, ["enabled"], ["refresh_skew_seconds"]));
+  if (isPlainObject(server.oauth)) copy("oauth", withLaxFields(server.oauth, OAUTH_BOOLEANS, OAUTH_NUMBERS));
   if (isPlainObject(server.tools)) {
     const tools = server.tools;
     const entries = Object.entries(tools).map(([name, override]): [string, unknown] => {
@@ -82,4 +82,28 @@ export function laxServer(server: unknown): unknown {
 /** The `mcpTasks` block with its scalar fields read as the Python original reads them. */
 export function laxTaskSettings(settings: unknown): unknown {
   return isPlainObject(settings) ? withLaxFields(settings, TASK_BOOLEANS, TASK_NUMBERS) : settings;
+}
+
+/**
+ * The server without the scalar settings `laxServer` reads (its own, routing priorities, OAuth's): a `$VAR` there is
+ * a setting, not a secret, and a `5` counted among the server's secrets would be blanked out of its results.
+ */
+export function withoutSettings(server: Record<string, unknown>): Record<string, unknown> {
+  const out = without(server, [...SERVER_BOOLEANS, ...SERVER_NUMBERS]);
+  if (isPlainObject(out.routing)) out.routing = without(out.routing, ["priority"]);
+  if (isPlainObject(out.oauth)) out.oauth = without(out.oauth, [...OAUTH_BOOLEANS, ...OAUTH_NUMBERS]);
+  if (isPlainObject(out.tools)) {
+    out.tools = Object.fromEntries(
+      Object.entries(out.tools).map(([name, override]): [string, unknown] =>
+        isPlainObject(override) && isPlainObject(override.routing) ? [name, { ...override, routing: without(override.routing, ["priority"]) }] : [name, override],
+      ),
+    );
+  }
+  return out;
+}
+
+function without(object: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  const out = { ...object };
+  for (const key of keys) delete out[key];
+  return out;
 }

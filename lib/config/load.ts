@@ -5,7 +5,7 @@ import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
 import { decodeJsonDocument, parseJsonDocument } from "./json";
-import { laxServer, laxTaskSettings, SERVER_SCALAR_FIELDS } from "./lax";
+import { laxServer, laxTaskSettings, withoutSettings } from "./lax";
 import { resolveExtensionsConfigPath } from "./path";
 import {
   ExtensionsConfigSchema,
@@ -148,24 +148,12 @@ function prepareServers(
 }
 
 /**
- * A server's `$VAR`s. Those in its scalar settings (`"tool_call_timeout": "$TIMEOUT"`) are resolved on their own:
- * their values are settings, and a `30` counted among the server's secrets would be blanked out of its results.
+ * A server's `$VAR`s. Only values outside its scalar settings count as its secrets (`"tool_call_timeout": "$T"` is a
+ * setting: see `withoutSettings`).
  */
 function resolveServer(server: Record<string, unknown>, env: NodeJS.ProcessEnv): { value: unknown; missing: string[]; expanded: string[] } {
-  const settings: Record<string, unknown> = {};
-  const rest: Record<string, unknown> = { ...server };
-  for (const key of SERVER_SCALAR_FIELDS) {
-    if (!Object.prototype.hasOwnProperty.call(server, key)) continue;
-    settings[key] = server[key];
-    delete rest[key];
-  }
-  const resolvedSettings = resolveEnvReferences(settings, env);
-  const resolvedRest = resolveEnvReferences(rest, env);
-  return {
-    value: { ...(resolvedRest.value as Record<string, unknown>), ...(resolvedSettings.value as Record<string, unknown>) },
-    missing: [...new Set([...resolvedSettings.missing, ...resolvedRest.missing])],
-    expanded: resolvedRest.expanded,
-  };
+  const { value, missing } = resolveEnvReferences(server, env);
+  return { value, missing, expanded: resolveEnvReferences(withoutSettings(server), env).expanded };
 }
 
 /**

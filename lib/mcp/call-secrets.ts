@@ -44,9 +44,14 @@ export class CallSecrets {
     return this.known;
   }
 
+  /** What this call carried and what it was told to remember: what `redactor()` scrubs. */
+  all(): readonly string[] {
+    return this.remembered.length === 0 ? this.values() : [...this.values(), ...this.remembered];
+  }
+
   /** Scrubs what this call carried and what it was told to remember. */
   redactor(): Redactor {
-    this.memo ??= Redactor.of(this.remembered.length === 0 ? this.values() : [...this.values(), ...this.remembered]);
+    this.memo ??= Redactor.of(this.all());
     return this.memo;
   }
 

@@ -341,7 +341,7 @@ export async function runDirectCall(
   opts: CallPathOptions,
   workspace: CallWorkspace = {},
   carried?: (values: readonly string[]) => void,
-  unscrubbed?: (redactor: Redactor) => void,
+  unscrubbed?: (redactor: Redactor, secrets: readonly string[]) => void,
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -358,7 +358,7 @@ export async function runDirectCall(
     );
     const outcome = await chain(request);
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
-    unscrubbed(secrets.redactor());
+    unscrubbed(secrets.redactor(), secrets.all());
     return outcome;
   } catch (err) {
     if (isGraphBubbleUp(err)) throw err;

@@ -131,10 +131,10 @@ export interface McpDirectToolCall {
   onCarriedSecrets?: (values: readonly string[]) => void;
   /**
    * When given, the outcome comes back as the chain produced it, not scrubbed, and this is handed the redactor of
-   * every secret known for the call first: for callers that must read protocol fields exactly (a task's id, its
-   * status) and scrub what they keep or show themselves.
+   * every secret known for the call, and those secrets, first: for callers that must read protocol fields exactly
+   * (a task's id, its status) and scrub what they keep or show themselves.
    */
-  onUnscrubbed?: (redactor: Redactor) => void;
+  onUnscrubbed?: (redactor: Redactor, secrets: readonly string[]) => void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
@@ -214,6 +214,11 @@ export function discoveryTarget(
 ): DiscoveryTarget {
   const base = baseHeaders(server);
   return { serverName, server, headers: (signal) => headers.resolve(base, signal), secrets: configuredSecrets(server, envSecrets) };
+}
+
+/** The refusal that keeps every call from `server` in `generation`: its task config changed since startup. */
+function blockedBy(generation: Generation, server: string): McpTaskConfigurationError | undefined {
+  return generation.toolsError?.blockedServers.includes(server) ? generation.toolsError : undefined;
 }
 
 export class ToolkitClosedError extends Error {
@@ -309,6 +314,7 @@ export class McpToolkit {
   ): Promise<{ pool: SessionPool; server: McpServerConfig } | undefined> {
     if (this.closed) return undefined;
     const generation = await this.ensureLoaded().catch(() => undefined);
+    if (generation && blockedBy(generation, serverName)) return undefined;
     const entry = generation?.servers.get(serverName);
     return generation && entry && sameConnection(entry.config, server) ? { pool: generation.pool, server: entry.config } : undefined;
   }
@@ -462,7 +468,8 @@ export class McpToolkit {
   async callTool(call: McpDirectToolCall): Promise<McpCallOutcome> {
     if (this.closed) throw new ToolkitClosedError();
     const generation = this.current ?? (await this.ensureLoaded());
-    if (generation.toolsError?.blockedServers.includes(call.server)) throw ownText(new McpToolCallError(generation.toolsError.message));
+    const blocked = blockedBy(generation, call.server);
+    if (blocked) throw ownText(new McpToolCallError(blocked.message));
     const entry = generation.servers.get(call.server);
     if (!entry) throw ownText(new McpToolCallError(`MCP server '${call.server}' is not configured or not enabled`));
     const requestScoped = call.requestScopedHeaders ?? true;
@@ -515,6 +522,8 @@ export class McpToolkit {
     args: Record<string, unknown>,
     config: RunnableConfig | undefined,
   ): Promise<unknown> {
+    const blocked = blockedBy(generation, record.server);
+    if (blocked) return new Promise((resolve) => resolve(toolErrorOutput(blocked.message, visibleName, config)));
     const entry = generation.servers.get(record.server);
     if (!entry) {
       // In an executor, so the error outside a tool node (a throw) becomes a rejection.

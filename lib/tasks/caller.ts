@@ -35,9 +35,18 @@ export interface TaskToolAnswer {
   readonly result: CallToolResult;
   /** `value` with every secret known for the call replaced, at any depth. */
   scrub<T>(value: T): T;
-  /** Whether `text` holds one of the call's secrets. */
+  /**
+   * Whether `text` (a remote task id) holds one of the call's secrets of at least `REMOTE_ID_SECRET_MIN_CHARS`
+   * characters, in any form the redactor knows.
+   */
   holdsSecret(text: string): boolean;
 }
+
+/**
+ * An opaque remote id must be stored as issued, so it is checked only for secrets this long: a short header value
+ * (`2`, `prod`) inside an id is a coincidence, not an echo (`2` alone is in most UUIDs); a token is not.
+ */
+export const REMOTE_ID_SECRET_MIN_CHARS = 8;
 
 export interface TaskToolCaller {
   /** The server's answer; a failed call throws a safe-to-show error. */
@@ -62,6 +71,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       const runtime = call.runtime as ToolRuntime | undefined;
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
       let redactor = Redactor.none;
+      let secrets: readonly string[] = [];
       const outcome = await toolkit.callTool({
         server: call.serverName,
         tool: call.toolName,
@@ -70,7 +80,10 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         requestScopedHeaders: runtime !== undefined,
         scope: { userId: call.userId, threadId: call.threadId },
         signal: call.signal,
-        onUnscrubbed: (known) => (redactor = known),
+        onUnscrubbed: (known, values) => {
+          redactor = known;
+          secrets = values;
+        },
         ...(runtime !== undefined
           ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
           : { rememberedSecrets: memory.recall(key) }),
@@ -81,10 +94,11 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       }
       if (isCommand(outcome)) throw new TaskCallShortCircuitError(call.toolName, "");
       const known = redactor;
+      const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
       return {
         result: outcome,
         scrub: (value) => known.deep(value),
-        holdsSecret: (text) => known.text(text) !== text,
+        holdsSecret: (text) => long.text(text) !== text,
       };
     },
   };

@@ -13,7 +13,7 @@ export {
   type TaskEvent,
 } from "./events";
 export * from "./store";
-export { TaskCallShortCircuitError, toolkitTaskCaller, type TaskToolCall, type TaskToolCaller } from "./caller";
+export { REMOTE_ID_SECRET_MIN_CHARS, TaskCallShortCircuitError, toolkitTaskCaller, type TaskToolAnswer, type TaskToolCall, type TaskToolCaller } from "./caller";
 export { McpTaskToolError, ORDINARY_MCP_TASK_DRIVER, OrdinaryToolsDriver, TOOL_ERROR_DETAIL_MAX_CHARS, type OrdinaryTaskRole } from "./drivers/ordinary";
 export { submitContract, TaskToolWrapper, type SubmittedTask, type TaskSubmitter } from "./task-tools";
 export {

@@ -253,7 +253,7 @@ export class McpTaskService {
       });
     } catch (err) {
       if (err instanceof DuplicateMcpRemoteTaskError) throw err;
-      if (!(await this.#cancelUntracked(driver, driverName, ref))) {
+      if (!(await this.#cancelUntracked(driver, driverName, ref, submission.remoteIdHoldsSecret === true))) {
         const marked = typeof err === "object" && err !== null ? err : new Error(String(err));
         leftRunning.add(marked);
         throw marked;
@@ -269,15 +269,16 @@ export class McpTaskService {
     return record;
   }
 
-  /** Whether the remote task was cancelled. */
-  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference): Promise<boolean> {
+  /** Whether the remote task was cancelled. An id that holds one of the submit's credentials is never logged. */
+  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference, idHoldsSecret: boolean): Promise<boolean> {
     try {
       await this.#remote((o) => driver.cancel(ref, o));
       return true;
     } catch (err) {
+      const remoteId = idHoldsSecret ? "(withheld: it holds a credential)" : JSON.stringify(cutCodePoints(ref.remoteTaskId, MCP_TASK_REMOTE_ID_MAX_LENGTH));
       this.#logger.warn(
         `Failed to cancel untracked MCP task after persistence failure (task_id=${ref.localTaskId}, driver=${driverName}, ` +
-          `server=${ref.serverName}, remote_task_id=${JSON.stringify(cutCodePoints(ref.remoteTaskId, MCP_TASK_REMOTE_ID_MAX_LENGTH))}): ${loggedError(err)}`,
+          `server=${ref.serverName}, remote_task_id=${remoteId}): ${loggedError(err)}`,
       );
       return false;
     }

@@ -6,7 +6,8 @@
 export const UNTRUSTED_BEGIN = "--- BEGIN UNTRUSTED TASK EVENT ---";
 export const UNTRUSTED_END = "--- END UNTRUSTED TASK EVENT ---";
 
-const GAP = String.raw`(?:\s|\p{Cf})+`;
+// One class, not `(?:\s|\p{Cf})+`: U+FEFF is both, and the alternation backtracks exponentially over a run of it.
+const GAP = String.raw`[\s\p{Cf}]+`;
 
 /**
  * Any spelling of a frame marker (or the user-input end marker) a text could use to break out of its frame: the
@@ -29,7 +30,7 @@ export function defuseMarkers(text: string): string {
   let done = 0;
   for (const match of text.matchAll(MARKER_WORDS)) {
     const [words, edge = "", what = ""] = match;
-    const defused = `[${edge.toUpperCase()} ${what.toUpperCase().replace(/(?:\s|\p{Cf})+/gu, " ")}]`;
+    const defused = `[${edge.toUpperCase()} ${what.toUpperCase().replace(/[\s\p{Cf}]+/gu, " ")}]`;
     // Already defused (framing twice must not change the text again).
     if (text.startsWith(defused, match.index - 1)) continue;
     // Outwards over dashes and padding, up to the farthest dash on each side (padding alone stays).

@@ -80,4 +80,11 @@ describe("notificationMessage", () => {
     expect(defuseMarkers(text)).toBe(defused);
     expect(defuseMarkers(defuseMarkers(text))).toBe(defused);
   });
+
+  test("a long run of characters that are both space and format (U+FEFF) between the words is no work for the pattern", () => {
+    // With an alternation of the two classes this took 1.4 s at 24 characters and doubled with each one more.
+    const text = `END${"\ufeff".repeat(50_000)}!`;
+    expect(defuseMarkers(text)).toBe(text);
+    expect(defuseMarkers(`END${"\ufeff".repeat(30)}USER INPUT`)).toBe("[END USER INPUT]");
+  });
 });

@@ -235,6 +235,11 @@ describe("against a minimal HTTP server", () => {
     calls.length = 0;
     expect(await notifier.deliver(delivery("t"), "k-paged")).toEqual({ runId: "mine" });
     expect(calls).toEqual(["GET /threads/t/runs?limit=100&offset=0", "GET /threads/t/runs?limit=100&offset=100"]);
+    // A server that ignores the offset answers the first page for ever: one clean error, after two pages.
+    runPages = () => Array.from({ length: 100 }, (_, i) => run(`old-${i}`));
+    calls.length = 0;
+    await expect(notifier.deliver(delivery("t"), "k-paged")).rejects.toThrow("LangGraph server answered the same page of the thread's runs twice; it ignores 'offset'");
+    expect(calls).toHaveLength(2);
     runPages = () => [];
   });
 

@@ -156,6 +156,7 @@ class LangGraphServerNotifier implements TaskNotifier {
    * oldest first, so on a thread with many runs the one a lost answer left behind is on a later page.
    */
   async #runWithKey(threadId: string, idempotencyKey: string, signal: AbortSignal | undefined): Promise<Run | undefined> {
+    let previousFirst: string | undefined;
     for (let offset = 0; ; offset += RUN_PAGE_SIZE) {
       let runs: Run[];
       try {
@@ -166,6 +167,9 @@ class LangGraphServerNotifier implements TaskNotifier {
       }
       const found = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
       if (found || runs.length < RUN_PAGE_SIZE) return found;
+      // A server (or proxy) that ignores `offset` sends the same page again: never page through it for ever.
+      if (runs[0]?.run_id === previousFirst) throw new Error("LangGraph server answered the same page of the thread's runs twice; it ignores 'offset'");
+      previousFirst = runs[0]?.run_id;
     }
   }
 
