@@ -1,4 +1,4 @@
-import { laxServer, McpTaskConfigurationError, type LoadedExtensionsConfig, type McpRouting, type McpTransportType } from "../config";
+import { isDisabledServer, McpTaskConfigurationError, type LoadedExtensionsConfig, type McpRouting, type McpTransportType } from "../config";
 import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
 import { validateStdioLaunch } from "../gateway";
 import { checkedTaskServers, probeServers, type ServerProbe } from "../mcp";
@@ -73,7 +73,7 @@ function launchPolicyWarnings(loaded: LoadedExtensionsConfig, env: NodeJS.Proces
   const warnings: string[] = [];
   for (const [name, server] of Object.entries(servers as Record<string, unknown>)) {
     if (typeof server !== "object" || server === null || Array.isArray(server)) continue;
-    if ((laxServer(server) as { enabled?: unknown }).enabled === false) continue;
+    if (isDisabledServer(server)) continue;
     const reason = validateStdioLaunch(server, { name, env });
     if (reason !== null) warnings.push(`stdio launch policy of the HTTP API would refuse this entry: ${reason}`);
   }

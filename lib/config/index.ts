@@ -46,7 +46,7 @@ export {
 } from "./path";
 export { sameConnection } from "./connection";
 export { isSensitiveKey, launchCredentials } from "./sensitive";
-export { laxServer, laxTaskSettings } from "./lax";
+export { isDisabledServer, laxServer, laxTaskSettings } from "./lax";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
 export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
 export {

@@ -48,6 +48,11 @@ function validUtf8Prefix(bytes: Uint8Array): number {
   return i;
 }
 
+/** A document's bytes, decoded strictly (`decodeJsonDocument`) and parsed (`parseJsonDocument`). */
+export function parseJsonBytes(bytes: Uint8Array, file: string): unknown {
+  return parseJsonDocument(decodeJsonDocument(bytes, file), file);
+}
+
 /**
  * `JSON.parse` with an error that names the position but not the content: V8's own messages quote
  * the text around the error ("Unexpected token 'S', \"{\"token\": SECRET…\" is not valid JSON").
@@ -193,18 +198,17 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
       digits();
     }
   };
-  let depth = 0;
-  const value = (): void => {
+  /** `depth`: the level a container here would be (the document is level 1). */
+  const value = (depth: number): void => {
     skipWhitespace();
     const c = text[i];
     // The document is refused past this depth anyway; deeper, the walk itself would overflow the stack.
-    if ((c === "{" || c === "[") && ++depth > MAX_CONFIG_DEPTH) fail(`nested deeper than ${MAX_CONFIG_DEPTH} levels`);
+    if ((c === "{" || c === "[") && depth > MAX_CONFIG_DEPTH) fail(`nested deeper than ${MAX_CONFIG_DEPTH} levels`);
     if (c === "{") {
       i++;
       skipWhitespace();
       if (text[i] === "}") {
         i++;
-        depth--;
         return;
       }
       for (;;) {
@@ -214,7 +218,7 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
         skipWhitespace();
         if (text[i] !== ":") fail("expected ':' after a property name");
         i++;
-        value();
+        value(depth + 1);
         skipWhitespace();
         if (text[i] === ",") {
           i++;
@@ -222,7 +226,6 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
         }
         if (text[i] === "}") {
           i++;
-          depth--;
           return;
         }
         fail("expected ',' or '}' after a property value");
@@ -233,11 +236,10 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
       skipWhitespace();
       if (text[i] === "]") {
         i++;
-        depth--;
         return;
       }
       for (;;) {
-        value();
+        value(depth + 1);
         skipWhitespace();
         if (text[i] === ",") {
           i++;
@@ -245,7 +247,6 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
         }
         if (text[i] === "]") {
           i++;
-          depth--;
           return;
         }
         fail("expected ',' or ']' after an array element");
@@ -260,7 +261,7 @@ function locateSyntaxError(text: string): SyntaxErrorLocation | null {
   };
 
   try {
-    value();
+    value(1);
     skipWhitespace();
     if (i < text.length) fail("unexpected content after the JSON value");
     return null;

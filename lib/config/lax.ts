@@ -11,6 +11,7 @@ const FALSE_WORDS = new Set(["0", "off", "f", "false", "n", "no"]);
 
 const SERVER_BOOLEANS = ["enabled", "tool_name_prefix"];
 const SERVER_NUMBERS = ["session_init_timeout", "tool_call_timeout", "max_total_timeout"];
+const ROUTING_NUMBERS = ["priority"];
 const OAUTH_BOOLEANS = ["enabled"];
 const OAUTH_NUMBERS = ["refresh_skew_seconds"];
 const TASK_BOOLEANS = ["enabled"];
@@ -52,31 +53,42 @@ function withLaxFields(object: Record<string, unknown>, booleans: readonly strin
   return out;
 }
 
-function laxRouting(routing: unknown): unknown {
-  return isPlainObject(routing) ? withLaxFields(routing, [], ["priority"]) : routing;
-}
+type Rewrite = (object: Record<string, unknown>, booleans: readonly string[], numbers: readonly string[]) => Record<string, unknown>;
 
-/** One server entry with its scalar fields read as the Python original reads them. */
-export function laxServer(server: unknown): unknown {
-  if (!isPlainObject(server)) return server;
-  let out = withLaxFields(server, SERVER_BOOLEANS, SERVER_NUMBERS);
-  const copy = (key: string, value: unknown) => {
+/**
+ * `server` with `rewrite` applied to each object holding scalar settings (the server itself, its routing, its OAuth
+ * block, each tool override's routing), told which of its fields are booleans and which numbers. Only what
+ * `rewrite` changes is copied.
+ */
+function rewriteSettings(server: Record<string, unknown>, rewrite: Rewrite): Record<string, unknown> {
+  let out = rewrite(server, SERVER_BOOLEANS, SERVER_NUMBERS);
+  const replace = (key: string, value: unknown) => {
     if (value === out[key]) return;
     if (out === server) out = { ...server };
     out[key] = value;
   };
-  if (Object.prototype.hasOwnProperty.call(server, "routing")) copy("routing", laxRouting(server.routing));
-  if (isPlainObject(server.oauth)) copy("oauth", withLaxFields(server.oauth, OAUTH_BOOLEANS, OAUTH_NUMBERS));
+  if (isPlainObject(server.routing)) replace("routing", rewrite(server.routing, [], ROUTING_NUMBERS));
+  if (isPlainObject(server.oauth)) replace("oauth", rewrite(server.oauth, OAUTH_BOOLEANS, OAUTH_NUMBERS));
   if (isPlainObject(server.tools)) {
     const tools = server.tools;
     const entries = Object.entries(tools).map(([name, override]): [string, unknown] => {
-      if (!isPlainObject(override) || !Object.prototype.hasOwnProperty.call(override, "routing")) return [name, override];
-      const routing = laxRouting(override.routing);
+      if (!isPlainObject(override) || !isPlainObject(override.routing)) return [name, override];
+      const routing = rewrite(override.routing, [], ROUTING_NUMBERS);
       return [name, routing === override.routing ? override : { ...override, routing }];
     });
-    if (entries.some(([name, override]) => override !== tools[name])) copy("tools", Object.fromEntries(entries));
+    if (entries.some(([name, override]) => override !== tools[name])) replace("tools", Object.fromEntries(entries));
   }
   return out;
+}
+
+/** One server entry with its scalar fields read as the Python original reads them. */
+export function laxServer(server: unknown): unknown {
+  return isPlainObject(server) ? rewriteSettings(server, withLaxFields) : server;
+}
+
+/** Whether the entry says `enabled: false`, as the Python original reads it (`"false"`, `"no"`, `"0"` too). */
+export function isDisabledServer(server: unknown): boolean {
+  return isPlainObject(server) && laxBoolean(server.enabled) === false;
 }
 
 /** The `mcpTasks` block with its scalar fields read as the Python original reads them. */
@@ -89,21 +101,9 @@ export function laxTaskSettings(settings: unknown): unknown {
  * a setting, not a secret, and a `5` counted among the server's secrets would be blanked out of its results.
  */
 export function withoutSettings(server: Record<string, unknown>): Record<string, unknown> {
-  const out = without(server, [...SERVER_BOOLEANS, ...SERVER_NUMBERS]);
-  if (isPlainObject(out.routing)) out.routing = without(out.routing, ["priority"]);
-  if (isPlainObject(out.oauth)) out.oauth = without(out.oauth, [...OAUTH_BOOLEANS, ...OAUTH_NUMBERS]);
-  if (isPlainObject(out.tools)) {
-    out.tools = Object.fromEntries(
-      Object.entries(out.tools).map(([name, override]): [string, unknown] =>
-        isPlainObject(override) && isPlainObject(override.routing) ? [name, { ...override, routing: without(override.routing, ["priority"]) }] : [name, override],
-      ),
-    );
-  }
-  return out;
-}
-
-function without(object: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
-  const out = { ...object };
-  for (const key of keys) delete out[key];
-  return out;
+  return rewriteSettings(server, (object, booleans, numbers) => {
+    const out = { ...object };
+    for (const key of [...booleans, ...numbers]) delete out[key];
+    return out;
+  });
 }

@@ -4,7 +4,7 @@ import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
-import { decodeJsonDocument, parseJsonDocument } from "./json";
+import { parseJsonBytes } from "./json";
 import { laxServer, laxTaskSettings, withoutSettings } from "./lax";
 import { resolveExtensionsConfigPath } from "./path";
 import {
@@ -74,7 +74,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     throw new Error(`Failed to read extensions config at ${path}: ${reason}`, { cause: err });
   }
 
-  const parsed = parseJsonDocument(decodeJsonDocument(file.bytes, path), path);
+  const parsed = parseJsonBytes(file.bytes, path);
   if (!isRecord(parsed)) {
     throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   }

@@ -3,9 +3,9 @@ import { bodyLimit } from "hono/body-limit";
 import { z } from "zod";
 import { resolveEnvReferences } from "../config/env";
 import { ConfigJsonSyntaxError, ConfigValidationError, describeConfigIssues, shownKey } from "../config/errors";
-import { decodeJsonDocument, parseJsonDocument } from "../config/json";
+import { parseJsonBytes } from "../config/json";
 import { toConfigIssue } from "../config/load";
-import { laxServer } from "../config/lax";
+import { isDisabledServer, laxServer } from "../config/lax";
 import { ExtensionsConfigSchema, McpServerSchema } from "../config/schema";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { ConfigFile } from "./config-file";
@@ -213,7 +213,7 @@ async function resetToolkit(toolkit: GatewayToolkit | undefined, logger: Logger)
 async function readJsonBody(c: Context): Promise<unknown> {
   const bytes = new Uint8Array(await c.req.arrayBuffer());
   try {
-    return parseJsonDocument(decodeJsonDocument(bytes, "request body"), "request body");
+    return parseJsonBytes(bytes, "request body");
   } catch (err) {
     if (err instanceof ConfigJsonSyntaxError) {
       const where = err.line === null ? "" : ` at line ${err.line} column ${err.column}`;
@@ -249,7 +249,7 @@ function assertValidServers(servers: Record<string, unknown>, field: string): vo
 
 /** Screened as written and as its `$VAR`s resolve here (a reference could hide a flag). */
 function assertLaunchAllowed(name: string, server: unknown, env: NodeJS.ProcessEnv): void {
-  if (!isRecord(server) || (laxServer(server) as { enabled?: unknown }).enabled === false) return;
+  if (!isRecord(server) || isDisabledServer(server)) return;
   const resolved = resolveEnvReferences(server, env).value as Record<string, unknown>;
   const reason = validateStdioLaunch(server, { name, env }) ?? validateStdioLaunch(resolved, { name, env });
   if (reason !== null) throw new GatewayHttpError(400, reason);

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import * as nodePath from "node:path";
-import { decodeJsonDocument, parseJsonDocument } from "../config/json";
+import { parseJsonBytes } from "../config/json";
 import { CONFIG_FILE_NAMES, CONFIG_PATH_ENV_VAR, configSearchDirs, resolveExtensionsConfigPath } from "../config/path";
 import { ConfigValidationError, formatIssuePath } from "../config/errors";
 import { withConfigWriteLock, type FileLockOptions } from "./file-lock";
@@ -89,7 +89,7 @@ async function readRaw(path: string): Promise<Record<string, unknown>> {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return {};
     throw err;
   }
-  const parsed = parseJsonDocument(decodeJsonDocument(bytes, path), path);
+  const parsed = parseJsonBytes(bytes, path);
   if (!isRecord(parsed)) throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   return parsed;
 }

@@ -328,8 +328,8 @@ export async function runToolCall(
 
 /**
  * One call through the interceptor chain, also used outside a tool node (durable tasks). Returns the chain's
- * outcome scrubbed of every secret known for the call (or, with `unscrubbed`, as it is, handing that caller the
- * redactor); failures throw an `McpToolCallError` with the vetted,
+ * outcome scrubbed of every secret known for the call (or, with `unscrubbed`, as it is, handing that caller those
+ * secrets); failures throw an `McpToolCallError` with the vetted,
  * scrubbed text a tool shows; interrupts propagate, and so does the abort reason of a cancelled run.
  */
 export async function runDirectCall(
@@ -341,7 +341,7 @@ export async function runDirectCall(
   opts: CallPathOptions,
   workspace: CallWorkspace = {},
   carried?: (values: readonly string[]) => void,
-  unscrubbed?: (redactor: Redactor, secrets: readonly string[]) => void,
+  unscrubbed?: (secrets: readonly string[]) => void,
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -358,7 +358,7 @@ export async function runDirectCall(
     );
     const outcome = await chain(request);
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
-    unscrubbed(secrets.redactor(), secrets.all());
+    unscrubbed(secrets.all());
     return outcome;
   } catch (err) {
     if (isGraphBubbleUp(err)) throw err;

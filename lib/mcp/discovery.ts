@@ -7,7 +7,8 @@ import type { HeaderMap } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
-import { DeadlineExceededError, onAbort, withDeadline } from "../shared/deadline";
+import { withCallSignal } from "../shared/abort";
+import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { isExpiredSession, type SessionPool } from "../sessions";
 import { boundText } from "../shared/text";
@@ -58,14 +59,8 @@ async function listAllTools(client: Client, signal: AbortSignal): Promise<Tool[]
   }
 }
 
-async function listPage(client: Client, cursor: string | undefined, signal: AbortSignal) {
-  const page = new AbortController();
-  const unsubscribe = onAbort(signal, () => page.abort(signal.reason));
-  try {
-    return await client.listTools(cursor ? { cursor } : {}, { signal: page.signal, timeout: MAX_TIMER_MS });
-  } finally {
-    unsubscribe();
-  }
+function listPage(client: Client, cursor: string | undefined, signal: AbortSignal) {
+  return withCallSignal(signal, (page) => client.listTools(cursor ? { cursor } : {}, { signal: page, timeout: MAX_TIMER_MS }));
 }
 
 /**

@@ -27,7 +27,6 @@ import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
-import type { Redactor } from "../shared/redact";
 import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
@@ -130,11 +129,11 @@ export interface McpDirectToolCall {
   /** Told every secret the call carried, once it is over (also when it failed). */
   onCarriedSecrets?: (values: readonly string[]) => void;
   /**
-   * When given, the outcome comes back as the chain produced it, not scrubbed, and this is handed the redactor of
-   * every secret known for the call, and those secrets, first: for callers that must read protocol fields exactly
-   * (a task's id, its status) and scrub what they keep or show themselves.
+   * When given, the outcome comes back as the chain produced it, not scrubbed, and this is handed every secret known
+   * for the call first: for callers that must read protocol fields exactly (a task's id, its status) and scrub what
+   * they keep or show themselves (`Redactor.of(secrets)`).
    */
-  onUnscrubbed?: (redactor: Redactor, secrets: readonly string[]) => void;
+  onUnscrubbed?: (secrets: readonly string[]) => void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */

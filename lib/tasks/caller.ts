@@ -70,7 +70,6 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
     async callTool(call) {
       const runtime = call.runtime as ToolRuntime | undefined;
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
-      let redactor = Redactor.none;
       let secrets: readonly string[] = [];
       const outcome = await toolkit.callTool({
         server: call.serverName,
@@ -80,20 +79,17 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         requestScopedHeaders: runtime !== undefined,
         scope: { userId: call.userId, threadId: call.threadId },
         signal: call.signal,
-        onUnscrubbed: (known, values) => {
-          redactor = known;
-          secrets = values;
-        },
+        onUnscrubbed: (values) => (secrets = values),
         ...(runtime !== undefined
           ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
           : { rememberedSecrets: memory.recall(key) }),
       });
+      const known = Redactor.of(secrets);
       if (ToolMessage.isInstance(outcome)) {
         const text = typeof outcome.content === "string" ? outcome.content : "";
-        throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(redactor.text(text), 500));
+        throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(known.text(text), 500));
       }
       if (isCommand(outcome)) throw new TaskCallShortCircuitError(call.toolName, "");
-      const known = redactor;
       const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
       return {
         result: outcome,

@@ -66,6 +66,10 @@ function serverError(err: unknown, what: string): Error {
   return new Error(`LangGraph server could not be reached for ${what} (${err instanceof Error ? err.name : typeof err})`);
 }
 
+function threadNotFound(threadId: string): ThreadGoneError {
+  return new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+}
+
 function markerOf(run: Run): Partial<NotificationMarker> | undefined {
   const marker = run.metadata?.[NOTIFICATION_KWARG];
   return typeof marker === "object" && marker !== null ? (marker as Partial<NotificationMarker>) : undefined;
@@ -124,12 +128,12 @@ class LangGraphServerNotifier implements TaskNotifier {
       if (status === 404) {
         // The thread was there a moment ago: a 404 now is more likely the assistant, which no retry of this event
         // can fix but a corrected deployment can, so it counts against the delivery budget instead of dead-lettering.
-        if (await this.#threadMissing(threadId, signal)) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        if (await this.#threadMissing(threadId, signal)) throw threadNotFound(threadId);
         throw new Error(`LangGraph server answered HTTP 404 to the notification run: is '${this.#assistantId}' an assistant or graph it serves?`);
       }
       // The JS server answers 422 both for a busy thread and for a missing one (ifNotExists "reject"): ask.
       if (status === 409 || status === 422) {
-        if (await this.#threadMissing(threadId, signal)) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        if (await this.#threadMissing(threadId, signal)) throw threadNotFound(threadId);
         throw new BusyThreadError(`Thread '${threadId}' is running another run`);
       }
       throw serverError(err, "the notification run");
@@ -162,7 +166,7 @@ class LangGraphServerNotifier implements TaskNotifier {
       try {
         runs = await this.#client.runs.list(threadId, { limit: RUN_PAGE_SIZE, offset, signal });
       } catch (err) {
-        if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+        if (httpStatus(err) === 404) throw threadNotFound(threadId);
         throw serverError(err, "the run list of the thread");
       }
       const found = runs.find((run) => run.metadata?.[IDEMPOTENCY_METADATA_KEY] === idempotencyKey);
@@ -177,7 +181,7 @@ class LangGraphServerNotifier implements TaskNotifier {
     try {
       return await this.#client.threads.get(threadId, { signal });
     } catch (err) {
-      if (httpStatus(err) === 404) throw new ThreadGoneError(`Thread '${threadId}' was not found on the LangGraph server`);
+      if (httpStatus(err) === 404) throw threadNotFound(threadId);
       throw serverError(err, "the thread lookup");
     }
   }
