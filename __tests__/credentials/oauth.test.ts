@@ -47,6 +47,19 @@ function requestsSince(start: number) {
   return tokens.requests.slice(start);
 }
 
+/**
+ * A manager holding its first token, valid for 120 s and refreshed 60 s early: 61 s on, a call refreshes early. The
+ * endpoint answers with `token(n)` until the test changes it.
+ */
+async function tokenInHand(token: (n: number) => string, options: { earlyRefreshWaitMs?: number } = {}) {
+  const clock = fakeClock();
+  const manager = new OAuthTokenManager({ now: clock.now, ...options });
+  tokens.respond(({ n }) => ({ body: { access_token: token(n), expires_in: 120 } }));
+  const config = oauthConfig({ refresh_skew_seconds: 60 });
+  const first = await manager.getAuthorizationHeader("srv", config);
+  return { clock, manager, config, first };
+}
+
 describe("OAuthTokenManager against a real token endpoint", () => {
   test("client_credentials form: grant_type wins over extra_token_params; scope and audience sent", async () => {
     const start = tokens.requests.length;
@@ -75,11 +88,8 @@ describe("OAuthTokenManager against a real token endpoint", () => {
   });
 
   test("a failed early refresh falls back to the token in hand until it expires", async () => {
-    const clock = fakeClock();
-    const manager = new OAuthTokenManager({ now: clock.now });
-    tokens.respond(() => ({ body: { access_token: "still-valid-1", expires_in: 120 } }));
-    const config = oauthConfig({ refresh_skew_seconds: 60 });
-    expect(await manager.getAuthorizationHeader("srv", config)).toBe("Bearer still-valid-1");
+    const { clock, manager, config, first } = await tokenInHand(() => "still-valid-1");
+    expect(first).toBe("Bearer still-valid-1");
     tokens.respond(() => ({ status: 500, body: "down" }));
     const start = tokens.requests.length;
     clock.advance(70);
@@ -90,11 +100,7 @@ describe("OAuthTokenManager against a real token endpoint", () => {
   });
 
   test("a hung early refresh does not hold calls: they go on with the token in hand, and its answer serves later", async () => {
-    const clock = fakeClock();
-    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 0 });
-    tokens.respond(({ n }) => ({ body: { access_token: `hung-${n}`, expires_in: 120 } }));
-    const config = oauthConfig({ refresh_skew_seconds: 60 });
-    const first = await manager.getAuthorizationHeader("srv", config);
+    const { clock, manager, config, first } = await tokenInHand((n) => `hung-${n}`, { earlyRefreshWaitMs: 0 });
     const start = tokens.requests.length;
     const held = tokens.hold();
     clock.advance(70);
@@ -111,11 +117,7 @@ describe("OAuthTokenManager against a real token endpoint", () => {
   });
 
   test("a caller whose own deadline stops its wait for an early refresh gets that deadline, not the token in hand", async () => {
-    const clock = fakeClock();
-    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 60_000 });
-    tokens.respond(() => ({ body: { access_token: "in-hand", expires_in: 120 } }));
-    const config = oauthConfig({ refresh_skew_seconds: 60 });
-    await manager.getAuthorizationHeader("srv", config);
+    const { clock, manager, config } = await tokenInHand(() => "in-hand", { earlyRefreshWaitMs: 60_000 });
     const held = tokens.hold();
     clock.advance(70);
     try {
@@ -131,11 +133,7 @@ describe("OAuthTokenManager against a real token endpoint", () => {
   });
 
   test("after a failed early refresh, calls use the token in hand for EARLY_REFRESH_RETRY_MS before one asks again", async () => {
-    const clock = fakeClock();
-    const manager = new OAuthTokenManager({ now: clock.now, earlyRefreshWaitMs: 60_000 });
-    tokens.respond(() => ({ body: { access_token: "in-hand", expires_in: 120 } }));
-    const config = oauthConfig({ refresh_skew_seconds: 60 });
-    await manager.getAuthorizationHeader("srv", config);
+    const { clock, manager, config } = await tokenInHand(() => "in-hand", { earlyRefreshWaitMs: 60_000 });
     tokens.respond(() => ({ status: 503, body: "down" }));
     const start = tokens.requests.length;
     clock.advance(61);

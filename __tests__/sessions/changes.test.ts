@@ -6,7 +6,7 @@ import { describe, expect, test } from "@jest/globals";
 import { readdirSync, type Dirent } from "node:fs";
 import { mkdir, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import { changedFiles, SETTLED_LISTING_MS, WorkspaceScanner } from "../../lib/sessions";
+import { changedFiles, SETTLED_LISTING_MS, WorkspaceScanner, type WorkspaceSnapshot } from "../../lib/sessions";
 import { makeTempDir } from "../fixtures/config";
 
 /** A scanner on real folders whose clock runs `ahead` ms in front, counting the folders it reads. */
@@ -33,6 +33,12 @@ async function workspace(): Promise<string> {
 
 const SETTLED = SETTLED_LISTING_MS + 60_000;
 
+/** Both ways a scanner walks a workspace: every walk rule holds for each. */
+const WALKS: [string, (scanner: WorkspaceScanner) => Promise<WorkspaceSnapshot>][] = [
+  ["walked in place", (scanner) => scanner.snapshot()],
+  ["walked off the event loop", (scanner) => scanner.snapshotLarge()],
+];
+
 describe("WorkspaceScanner", () => {
   test("an unchanged tree with settled folders is not read again; a modified file is still seen", async () => {
     const root = await workspace();
@@ -46,10 +52,7 @@ describe("WorkspaceScanner", () => {
     expect(changedFiles(first, second)).toEqual([path.join(root, "docs", "b.txt")]);
   });
 
-  test.each([
-    ["walked in place", (scanner: WorkspaceScanner) => scanner.snapshot()],
-    ["walked off the event loop", (scanner: WorkspaceScanner) => scanner.snapshotLarge()],
-  ])("a file replaced by one of the same size and modification time (an atomic save) is a change: %s", async (_name, snap) => {
+  test.each(WALKS)("a file replaced by one of the same size and modification time (an atomic save) is a change: %s", async (_name, snap) => {
     const root = await workspace();
     const target = path.join(root, "docs", "b.txt");
     const whole = new Date(Math.floor(Date.now() / 1000) * 1000 - 60_000);
@@ -76,10 +79,7 @@ describe("WorkspaceScanner", () => {
       expect([after.ino, after.mtimeNs, after.size]).toEqual([before.ino, before.mtimeNs, before.size]);
     }
 
-    test.each([
-      ["walked in place", (scanner: WorkspaceScanner) => scanner.snapshot()],
-      ["walked off the event loop", (scanner: WorkspaceScanner) => scanner.snapshotLarge()],
-    ])("is a change when its content moved, not when it was written again as it was: %s", async (_name, snap) => {
+    test.each(WALKS)("is a change when its content moved, not when it was written again as it was: %s", async (_name, snap) => {
       const root = await workspace();
       const target = path.join(root, "docs", "b.txt");
       const tick = new Date(Date.now() - 50);
