@@ -93,3 +93,53 @@ test("a tool whose schema requires a __proto__ field (which the MCP client drops
     "Dropping MCP tool 'odd' of server 's': its input schema requires a field named __proto__, which the MCP client drops from the schema, so no call could describe it",
   ]);
 });
+
+test("a malformed tool is refused alone, named in a warning; the server's other tools, on every page, are kept and callable", async () => {
+  const malformed = (value: unknown) => value as Tool;
+  const { server, logger, tools } = await discover((cursor) =>
+    cursor === undefined
+      ? {
+          tools: [
+            tool("first"),
+            malformed({ name: "no_type", inputSchema: {} }),
+            malformed({ description: "no name", inputSchema: { type: "object" } }),
+            malformed({ name: "line\nbreak", inputSchema: { type: "string" } }),
+          ],
+          nextCursor: "2",
+        }
+      : { tools: [tool("second")] },
+  );
+  expect(tools.map((t) => t.name)).toEqual(["s_first", "s_second"]);
+  // The malformed page is asked for twice (strict, then tool by tool); the well-formed one once.
+  expect(server.listRequests()).toBe(3);
+  expect(logger.messages("warn")).toEqual([
+    "Skipping MCP tool 'no_type' of server 's': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept",
+    "Skipping the tool listed at position 3 of server 's': its definition is not a valid MCP tool (at 'name'); the server's other tools are kept",
+    "Skipping MCP tool 'line\\u000abreak' of server 's': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept",
+  ]);
+  expect(JSON.parse(String(await tools[1]!.invoke({})))).toEqual({ tool: "second", args: {} });
+});
+
+test("a refused tool's name and field are scrubbed of the credentials discovery sent", async () => {
+  const server = await startListingServer(() => ({
+    tools: [tool("kept"), { name: "tok-5ecret-value", inputSchema: JSON.parse('{"type":"object","properties":{"tok-5ecret-value":3}}') } as Tool],
+  }));
+  open.push(server);
+  const configPath = await writeConfig(await makeTempDir("mcp-listing-"), {
+    mcpServers: { s: { type: "http", url: server.url, headers: { Authorization: "Bearer tok-5ecret-value" } } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger });
+  open.push(toolkit);
+  expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["s_kept"]);
+  expect(logger.messages("warn")).toEqual([
+    "Skipping MCP tool '[redacted]' of server 's': its definition is not a valid MCP tool (at 'inputSchema.properties.[redacted]'); the server's other tools are kept",
+  ]);
+});
+
+test("a page whose tool list itself is malformed still skips the server, with the reason", async () => {
+  const { logger, tools } = await discover(() => ({ tools: "none" as unknown as Tool[] }));
+  expect(tools).toEqual([]);
+  expect(logger.messages("warn")).toHaveLength(1);
+  expect(logger.messages("warn")[0]).toMatch(/^Skipping MCP server 's' after tool discovery failed: .*tools/s);
+});

@@ -1,6 +1,7 @@
 import { loadMcpTools } from "@langchain/mcp-adapters";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { ToolSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
 import type { HeaderMap } from "../shared/headers";
@@ -39,28 +40,74 @@ export function initTimeoutMs(server: McpServerConfig): number | null {
 /** A tool list longer than this many pages is not a tool list. */
 export const MAX_TOOL_LIST_PAGES = 1000;
 
+/** A listed tool the SDK's schema refuses (no name, an input schema that is not an object schema, …). */
+export interface RefusedTool {
+  /** Its name, when it has one. */
+  name: string | undefined;
+  /** 1-based, across all pages. */
+  position: number;
+  /** Where its definition first fails the schema (`inputSchema.type`), or "" for the definition as a whole. */
+  field: string;
+}
+
+interface ToolListing {
+  tools: Tool[];
+  refused: RefusedTool[];
+}
+
 /**
  * Every page of `tools/list`. Each page has a signal of its own, tied to the discovery's deadline: the SDK leaves
  * a listener on the signal of each request it sends. The SDK's own 60 s request timeout is lifted: the deadline
  * (`session_init_timeout`, or none) is what bounds the listing.
  */
-async function listAllTools(client: Client, signal: AbortSignal): Promise<Tool[]> {
-  const tools: Tool[] = [];
+async function listAllTools(client: Client, signal: AbortSignal): Promise<ToolListing> {
+  const listing: ToolListing = { tools: [], refused: [] };
   const cursors = new Set<string>();
   let cursor: string | undefined;
   for (let pages = 1; ; pages += 1) {
-    const page = await listPage(client, cursor, signal);
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-    if (!cursor) return tools;
+    cursor = await listPage(client, cursor, signal, listing);
+    if (!cursor) return listing;
     if (cursors.has(cursor)) throw new Error(`the server sent the same tools/list cursor twice (after ${pages} pages)`);
     if (pages >= MAX_TOOL_LIST_PAGES) throw new Error(`the server's tool list did not end within ${MAX_TOOL_LIST_PAGES} pages`);
     cursors.add(cursor);
   }
 }
 
-function listPage(client: Client, cursor: string | undefined, signal: AbortSignal) {
-  return withCallSignal(signal, (page) => client.listTools(cursor ? { cursor } : {}, { signal: page, timeout: MAX_TIMER_MS }));
+/** A `tools/list` page read tool by tool: only the list itself and the cursor have to be well-formed. */
+const LaxToolsPageSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
+
+/** The SDK's result validation failed (a zod error), as opposed to the request or the server failing. */
+function isSchemaError(err: unknown): boolean {
+  return Array.isArray((err as { issues?: unknown })?.issues);
+}
+
+/**
+ * One page into `listing`; returns its cursor. The SDK refuses a whole page for one malformed tool, hiding every
+ * tool of the server: such a page is asked for again and its tools are checked one by one, the bad ones refused.
+ */
+async function listPage(client: Client, cursor: string | undefined, signal: AbortSignal, listing: ToolListing): Promise<string | undefined> {
+  const params = cursor ? { cursor } : {};
+  try {
+    const page = await withCallSignal(signal, (own) => client.listTools(params, { signal: own, timeout: MAX_TIMER_MS }));
+    listing.tools.push(...page.tools);
+    return page.nextCursor;
+  } catch (err) {
+    if (!isSchemaError(err)) throw err;
+  }
+  const page = await withCallSignal(signal, (own) =>
+    client.request({ method: "tools/list", params }, LaxToolsPageSchema, { signal: own, timeout: MAX_TIMER_MS }),
+  );
+  for (const raw of page.tools) {
+    const position = listing.tools.length + listing.refused.length + 1;
+    const parsed = ToolSchema.safeParse(raw);
+    if (parsed.success) {
+      listing.tools.push(parsed.data);
+      continue;
+    }
+    const name = (raw as { name?: unknown } | null)?.name;
+    listing.refused.push({ name: typeof name === "string" ? name : undefined, position, field: parsed.error.issues[0]?.path.join(".") ?? "" });
+  }
+  return page.nextCursor;
 }
 
 /**
@@ -99,6 +146,12 @@ function keepsProperties(raw: Tool["inputSchema"], simplified: JSONSchema): bool
   return Object.keys(declared).every((name) => Object.prototype.hasOwnProperty.call(keptProperties, name));
 }
 
+/** What a discovery learnt besides the tools: the headers it sent and the tools it refused. */
+export interface DiscoveryNotes {
+  headers?: HeaderMap;
+  refused?: RefusedTool[];
+}
+
 /** The server-level headers (static + OAuth) discovery connects with; resolving them may fetch a token. */
 export type DiscoveryHeaders = (signal: AbortSignal) => Promise<HeaderMap>;
 
@@ -118,13 +171,13 @@ export interface DiscoveryTarget {
 export async function discoverServer(
   target: DiscoveryTarget,
   pool: SessionPool,
-  sent: { headers?: HeaderMap } = {},
+  seen: DiscoveryNotes = {},
 ): Promise<DiscoveredTool[]> {
   const { serverName, server } = target;
   const timeoutMs = initTimeoutMs(server);
   const listed = await withDeadline(async (signal) => {
     const headers = await target.headers(signal);
-    sent.headers = headers;
+    seen.headers = headers;
     let expired = false;
     const listOnce = async () => {
       const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
@@ -149,7 +202,8 @@ export async function discoverServer(
       return await listOnce();
     }
   }, timeoutMs);
-  const definitions = secretsOf(target, sent.headers).deep(listed);
+  seen.refused = listed.refused;
+  const definitions = secretsOf(target, seen.headers).deep(listed.tools);
   const schemas = await simplifySchemas(serverName, definitions);
   return definitions.map((definition, i) => ({
     definition,
@@ -189,11 +243,20 @@ function errorText(err: unknown): string {
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
+/** The warning for a refused tool: its name and field come from the server, so both are scrubbed, escaped and cut. */
+function refusedText(serverName: string, refused: RefusedTool, redactor: Redactor): string {
+  const tool = refused.name === undefined ? `the tool listed at position ${refused.position}` : `MCP tool ${shownToolName(redactor.text(refused.name))}`;
+  const where = refused.field === "" ? "" : ` (at ${shownToolName(redactor.text(refused.field))})`;
+  return `Skipping ${tool} of server '${serverName}': its definition is not a valid MCP tool${where}; the server's other tools are kept`;
+}
+
 async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: Logger): Promise<ServerDiscovery> {
   const { serverName, server } = target;
-  const sent: { headers?: HeaderMap } = {};
+  const seen: DiscoveryNotes = {};
   try {
-    const tools = (await discoverServer(target, pool, sent)).filter((tool) => {
+    const discovered = await discoverServer(target, pool, seen);
+    for (const refused of seen.refused ?? []) logger.warn(refusedText(serverName, refused, secretsOf(target, seen.headers)));
+    const tools = discovered.filter((tool) => {
       if (!namesProtoField(tool.definition)) return true;
       logger.warn(
         `Dropping MCP tool ${shownToolName(tool.definition.name)} of server '${serverName}': its input schema requires a field ` +
@@ -211,7 +274,7 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
       failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${seconds})`;
     } else {
       // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
-      reason = boundText(secretsOf(target, sent.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
+      reason = boundText(secretsOf(target, seen.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
       failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
     }
     logger.warn(failure);
