@@ -22,6 +22,8 @@ const BASIC = `Basic ${Buffer.from("alice:hunter2pw").toString("base64")}`;
 const COOKIE = "theme=dark; sid=s3ss10nV4l; tz=UTC9";
 /** Letters that appear nowhere else in a stderr log line ("MCP server 'split' stderr: …", "[redacted]", "[truncated …]"). */
 const SPLIT_KEY = "QZXJVWKY";
+/** A key of three lines, made of the same letters; the fixture's first write ends after its first line break. */
+const PEM_KEY = "QZXJ-one\nVWKY-two\nQZXJ-six";
 const CONTEXT = { user_id: "alice", secrets: { basic: BASIC, cookie: COOKIE, pin: PIN } };
 const SECRETS = [PIN, "hunter2pw", "s3ss10nV4l", BASIC.slice(6), SPLIT_KEY];
 
@@ -64,9 +66,10 @@ beforeAll(async () => {
         headers_from_context: { headers: { Authorization: "basic", Cookie: "cookie", "X-Pin": "pin" } },
       },
       split: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, SPLIT_KEY: "${SPLIT_KEY}" } },
+      pem: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, PEM_KEY: "${PEM_KEY}" } },
     },
   });
-  toolkit = createMcpToolkit({ configPath, env: { SPLIT_KEY }, logger, interceptors: [commandQuotingHeaders] });
+  toolkit = createMcpToolkit({ configPath, env: { SPLIT_KEY, PEM_KEY }, logger, interceptors: [commandQuotingHeaders] });
   tools = await toolkit.getTools();
   graph = toolNodeGraph(tools, checkpointer);
 });
@@ -134,6 +137,23 @@ describe("a stdio server's stderr line longer than the pending limit", () => {
     // The key's line came in two pieces at least, both scrubbed, and then the line after it.
     expect(lines.length).toBeGreaterThanOrEqual(3);
     expect(lines.filter((line) => line.includes("[redacted]")).length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("a stdio server writing a multi-line secret to stderr in two writes", () => {
+  test("each line of the secret is scrubbed, also the line logged before the rest of the secret arrived", async () => {
+    const before = logger.lines.length;
+    const stderrLines = () => logger.lines.slice(before).filter((l) => l.message.startsWith("MCP server 'pem' stderr: "));
+    await call("pem_stderr_split", { env: "PEM_KEY", copies: 0, pauseMs: 300 });
+    const deadline = Date.now() + 10_000;
+    const done = () => stderrLines().some((l) => l.message.endsWith("stderr: stderr_split done"));
+    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(stderrLines().map((l) => l.message)).toEqual([
+      "MCP server 'pem' stderr: [redacted]",
+      "MCP server 'pem' stderr: [redacted]",
+      "MCP server 'pem' stderr: [redacted]",
+      "MCP server 'pem' stderr: stderr_split done",
+    ]);
   });
 });
 

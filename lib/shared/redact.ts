@@ -115,6 +115,13 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
   if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
 }
 
+/** `values`, and each non-empty line of those that hold a line break (the same list when none does). */
+export function withSecretLines(values: readonly string[]): readonly string[] {
+  const broken = values.filter((value) => /[\r\n]/.test(value));
+  if (broken.length === 0) return values;
+  return [...values, ...broken.flatMap((value) => value.split(/\r\n|\r|\n/).filter((line) => line !== ""))];
+}
+
 /** String values of a record (the run's `context.secrets`), the ones that can be echoed. */
 export function recordSecrets(record: Readonly<Record<string, unknown>> | undefined): string[] {
   if (!record) return [];
