@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { execFile, spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
+import { startListingServer } from "../fixtures/listing-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../fixtures/stdio";
 
 const REPO = path.resolve(__dirname, "..", "..");
@@ -89,6 +91,25 @@ async function brokenConfig(dir: string): Promise<string> {
 }
 
 describe("mcp-harness check", () => {
+  test("a server listing a tool that is not valid MCP passes with a warning naming the tool; its other tools count", async () => {
+    const listing = await startListingServer(() => ({
+      tools: [{ name: "good", inputSchema: { type: "object" } }, { name: "bad", inputSchema: {} } as Tool],
+    }));
+    try {
+      const file = await writeConfig(await makeTempDir("cli-"), { mcpServers: { odd: { url: listing.url } } });
+      const table = io();
+      expect(await runCli(["check", file], table)).toBe(0);
+      expect(table.stdout.join("\n")).toMatch(/odd\s+http\s+true\s+ok \(1 tool\)/);
+      const warning = "Skipping MCP tool 'bad' of server 'odd': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept";
+      expect(table.stderr).toEqual([`warning: ${warning}`]);
+      const json = io();
+      expect(await runCli(["check", file, "--json"], json)).toBe(0);
+      expect(JSON.parse(json.stdout.join("\n"))).toMatchObject({ ok: true, failures: [], warnings: [warning] });
+    } finally {
+      await listing.close();
+    }
+  });
+
   test("a valid config whose servers start passes; the report names tools and routing.mode", async () => {
     const dir = await makeTempDir("cli-");
     const file = await writeConfig(dir, {

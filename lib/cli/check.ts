@@ -204,6 +204,8 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
     });
   }
 
+  for (const probe of probes.values()) warnings.push(...(probe.toolWarnings ?? []));
+
   // In the file's order.
   const order = Object.keys(loaded.raw.mcpServers && typeof loaded.raw.mcpServers === "object" ? loaded.raw.mcpServers : {});
   servers.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));

@@ -29,6 +29,8 @@ export interface ServerDiscovery {
   failure?: string;
   /** The same without the "Skipping MCP server" frame: "timed out after 2.0s", "fetch failed (…)". */
   reason?: string;
+  /** The warnings for tools of a server that was not skipped but listed some that cannot be used (logged too). */
+  toolWarnings?: string[];
 }
 
 const FAILURE_REASON_MAX_CHARS = 500;
@@ -255,16 +257,17 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
   const seen: DiscoveryNotes = {};
   try {
     const discovered = await discoverServer(target, pool, seen);
-    for (const refused of seen.refused ?? []) logger.warn(refusedText(serverName, refused, secretsOf(target, seen.headers)));
+    const warnings = (seen.refused ?? []).map((refused) => refusedText(serverName, refused, secretsOf(target, seen.headers)));
     const tools = discovered.filter((tool) => {
       if (!namesProtoField(tool.definition)) return true;
-      logger.warn(
+      warnings.push(
         `Dropping MCP tool ${shownToolName(tool.definition.name)} of server '${serverName}': its input schema requires a field ` +
           "named __proto__, which the MCP client drops from the schema, so no call could describe it",
       );
       return false;
     });
-    return { serverName, server, tools };
+    for (const warning of warnings) logger.warn(warning);
+    return warnings.length === 0 ? { serverName, server, tools } : { serverName, server, tools, toolWarnings: warnings };
   } catch (err) {
     let reason: string;
     let failure: string;

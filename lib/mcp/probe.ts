@@ -14,6 +14,8 @@ export interface ServerProbe {
   tools: number;
   /** Why it failed: the discovery warning's reason, scrubbed of the server's secrets and the headers sent. */
   reason?: string;
+  /** Listed tools that cannot be used (a definition that is not valid MCP, …), one warning each. */
+  toolWarnings?: string[];
 }
 
 export interface ProbeServersOptions {
@@ -32,6 +34,7 @@ function toProbe(discovery: ServerDiscovery): ServerProbe {
     tools: discovery.tools.length,
   };
   if (discovery.reason !== undefined) probe.reason = discovery.reason;
+  if (discovery.toolWarnings !== undefined) probe.toolWarnings = discovery.toolWarnings;
   return probe;
 }
 
