@@ -115,7 +115,7 @@ test("a malformed tool is refused alone, named in a warning; the server's other 
   expect(logger.messages("warn")).toEqual([
     "Skipping MCP tool 'no_type' of server 's': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept",
     "Skipping the tool listed at position 3 of server 's': its definition is not a valid MCP tool (at 'name'); the server's other tools are kept",
-    "Skipping MCP tool 'line\\u000abreak' of server 's': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept",
+    "Skipping MCP tool 'line\\nbreak' of server 's': its definition is not a valid MCP tool (at 'inputSchema.type'); the server's other tools are kept",
   ]);
   expect(JSON.parse(String(await tools[1]!.invoke({})))).toEqual({ tool: "second", args: {} });
 });

@@ -145,12 +145,15 @@ describe("assignVisibleNames: the documented collision rule", () => {
 
 test("server-sent names are shown escaped and cut in warnings, so none can forge a log line or flood it", () => {
   const forged = "x\n[mcp-harness] Skipping MCP server 'github'";
+  // A right-to-left override would show the rest of the line reversed.
+  const reversing = "y\u202egnp.exe";
   const long = "n".repeat(200);
-  const { warnings } = assign([["s", false, [forged, forged, long]]]);
+  const { warnings } = assign([["s", false, [forged, forged, long, reversing]]]);
   expect(warnings).toEqual([
-    `Dropping MCP tool 'x\\u000a[mcp-harness] Skipping MCP server 'github'' of server 's': invalid name 'x\\u000a[mcp-harness] Skipping MCP server 'github'' (it must match ^[A-Za-z0-9_-]+$)`,
-    "MCP server 's' lists tool 'x\\u000a[mcp-harness] Skipping MCP server 'github'' more than once; keeping the first",
+    `Dropping MCP tool 'x\\n[mcp-harness] Skipping MCP server 'github'' of server 's': invalid name 'x\\n[mcp-harness] Skipping MCP server 'github'' (it must match ^[A-Za-z0-9_-]+$)`,
+    "MCP server 's' lists tool 'x\\n[mcp-harness] Skipping MCP server 'github'' more than once; keeping the first",
     `Dropping MCP tool '${"n".repeat(100)}…' of server 's': invalid name '${"n".repeat(100)}…' (it is longer than 64 characters)`,
+    "Dropping MCP tool 'y\\u202egnp.exe' of server 's': invalid name 'y\\u202egnp.exe' (it must match ^[A-Za-z0-9_-]+$)",
   ]);
-  for (const warning of warnings) expect(warning).not.toContain("\n");
+  for (const warning of warnings) expect(warning).not.toMatch(/[\n\u202e]/);
 });

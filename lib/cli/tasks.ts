@@ -9,7 +9,8 @@ import {
 } from "../tasks";
 import { parseArgs, UsageError } from "./args";
 import type { CliIo } from "./io";
-import { escapeControls, renderTable } from "./table";
+import { escapeControls } from "../shared/text";
+import { renderTable } from "./table";
 
 /** What the CLI shows of a task: never its remote id, driver data or server (SPEC §8.4's rule, kept here too). */
 export interface TaskView {

@@ -1,4 +1,4 @@
-import { sliceWhole } from "../shared/text";
+import { escapeControls, sliceWhole } from "../shared/text";
 export const VALID_TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 /** The limit most chat-model APIs put on function names. */
 export const MAX_TOOL_NAME_LENGTH = 64;
@@ -26,7 +26,7 @@ const SHOWN_TOOL_NAME_CHARS = 100;
  */
 export function shownToolName(name: string): string {
   const cut = name.length > SHOWN_TOOL_NAME_CHARS ? `${sliceWhole(name, SHOWN_TOOL_NAME_CHARS)}…` : name;
-  return `'${cut.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)}'`;
+  return `'${escapeControls(cut)}'`;
 }
 
 export function invalidNameReason(name: string): string | null {

@@ -11,3 +11,23 @@ export function boundText(text: string, max: number): string {
   const kept = sliceWhole(text, max);
   return `${kept}… [truncated ${text.length - kept.length} characters]`;
 }
+
+/**
+ * C0, DEL, C1, the line/paragraph separators and the bidi controls (marks, embeddings, overrides, isolates): text a
+ * server or a user controls would, shown as it is, drive a terminal (ANSI/OSC), forge a log line or table row, or
+ * reorder the line it is on.
+ */
+const UNSAFE_CHARS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const NAMED_ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+function visibleEscape(char: string): string {
+  const named = NAMED_ESCAPES[char];
+  if (named !== undefined) return named;
+  const code = char.charCodeAt(0);
+  return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+}
+
+/** `text` with every control character shown as a visible escape (`\x1b`, `\n`, `\u202e`). */
+export function escapeControls(text: string): string {
+  return text.replace(UNSAFE_CHARS, visibleEscape);
+}
