@@ -3,6 +3,8 @@
  * listed twice, a property named `__proto__`. Real streamable HTTP servers; the toolkit as users build it.
  */
 import { afterEach, expect, jest, test } from "@jest/globals";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger } from "../../lib";
@@ -142,4 +144,20 @@ test("a page whose tool list itself is malformed still skips the server, with th
   expect(tools).toEqual([]);
   expect(logger.messages("warn")).toHaveLength(1);
   expect(logger.messages("warn")[0]).toMatch(/^Skipping MCP server 's' after tool discovery failed: .*tools/s);
+});
+
+test("a server's error text in a discovery warning has its control characters escaped: it cannot forge or recolour a log line", async () => {
+  const http = createServer((_req, res) => res.writeHead(500, { "content-type": "text/plain" }).end("boom\n[mcp-harness] Skipping MCP server 'other'\u001b[2J\u202e"));
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  open.push({ close: () => new Promise<void>((resolve) => http.close(() => resolve())) });
+  const configPath = await writeConfig(await makeTempDir("mcp-listing-"), {
+    mcpServers: { s: { type: "http", url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp` } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger });
+  open.push(toolkit);
+  expect(await toolkit.getTools()).toEqual([]);
+  const [warning] = logger.messages("warn");
+  expect(warning).toMatch(/^Skipping MCP server 's' after tool discovery failed: .*boom\\n\[mcp-harness\] Skipping MCP server 'other'\\x1b\[2J\\u202e/);
+  expect(warning).not.toMatch(/[\n\u001b\u202e]/);
 });

@@ -12,7 +12,7 @@ import { withCallSignal } from "../shared/abort";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { isExpiredSession, type SessionPool } from "../sessions";
-import { boundText } from "../shared/text";
+import { boundText, escapeControls } from "../shared/text";
 import { shownToolName } from "./names";
 
 export interface DiscoveredTool {
@@ -276,8 +276,9 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
       reason = `timed out after ${seconds}`;
       failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${seconds})`;
     } else {
-      // An HTTP error text can carry the server's response body, which may echo what was sent or the URL.
-      reason = boundText(secretsOf(target, seen.headers).text(errorText(err)), FAILURE_REASON_MAX_CHARS);
+      // An HTTP error text can carry the server's response body, which may echo what was sent or the URL, and hold
+      // line breaks or terminal controls.
+      reason = boundText(escapeControls(secretsOf(target, seen.headers).text(errorText(err))), FAILURE_REASON_MAX_CHARS);
       failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
     }
     logger.warn(failure);
