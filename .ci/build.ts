@@ -50,7 +50,8 @@ const FLAVORS: readonly Flavor[] = [
 ];
 
 function isRelative(specifier: string): boolean {
-  return specifier.startsWith("./") || specifier.startsWith("../");
+  // The compiler writes a folder's index as "." or ".." in declarations it infers (`import("..").TaskStatus`).
+  return specifier === "." || specifier === ".." || specifier.startsWith("./") || specifier.startsWith("../");
 }
 
 /** `./config` → `./config/index.js`, `./load` → `./load.cjs`; bare specifiers are left alone. */
@@ -61,6 +62,15 @@ function rewriteSpecifier(specifier: string, fromFile: string, ext: string): str
   if (fs.existsSync(`${target}.ts`)) return `${stem}${ext}`;
   if (fs.existsSync(path.join(target, "index.ts"))) return `${stem}/index${ext}`;
   throw new Error(`${path.relative(ROOT, fromFile)}: cannot resolve '${specifier}' to a source file under lib/`);
+}
+
+const RELATIVE_SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)["'](\.\.?(?:\/[^"']*)?)["']/g;
+
+/** A relative specifier the transformer missed would not resolve for users (ES modules need the file's extension). */
+function assertSpecifiersRewritten(fileName: string, text: string, ext: string): void {
+  for (const match of text.matchAll(RELATIVE_SPECIFIER)) {
+    if (!match[1].endsWith(ext)) throw new Error(`${path.relative(ROOT, fileName)}: relative specifier '${match[1]}' was not rewritten`);
+  }
 }
 
 function stringLiteralText(node: ts.Node | undefined): string | undefined {
@@ -165,6 +175,7 @@ function build(flavor: Flavor, base: ts.ParsedCommandLine, outDir: string): void
   };
   const program = ts.createProgram({ rootNames: base.fileNames, options });
   const writeFile: ts.WriteFileCallback = (fileName, text) => {
+    assertSpecifiersRewritten(fileName, text, flavor.jsExt);
     let target = fileName;
     if (target.endsWith(".d.ts")) target = target.slice(0, -".d.ts".length) + flavor.dtsExt;
     else if (target.endsWith(".js")) target = target.slice(0, -".js".length) + flavor.jsExt;
