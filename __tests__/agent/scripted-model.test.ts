@@ -43,6 +43,13 @@ describe("ScriptedChatModel", () => {
     expect((await model.invoke("again")).content).toBe("one");
   });
 
+  it("plays a string step (or a policy's string) as a plain text answer", async () => {
+    const model = new ScriptedChatModel(["hello", () => "from a policy"], { fallback: () => "later" });
+    expect((await model.invoke("a")).content).toBe("hello");
+    expect((await model.invoke("b")).content).toBe("from a policy");
+    expect((await model.invoke("c")).content).toBe("later");
+  });
+
   it("has a default fallback", async () => {
     expect((await new ScriptedChatModel().invoke("x")).content).toBe(DEFAULT_SCRIPT_FALLBACK);
   });

@@ -15,8 +15,8 @@ import {
 import type { ChatResult } from "@langchain/core/outputs";
 import { isStructuredTool, type StructuredToolInterface } from "@langchain/core/tools";
 
-/** What a script step produces: a finished message or the fields of one. */
-export type ScriptedReply = AIMessage | AIMessageFields;
+/** What a script step produces: a finished message, the fields of one, or its text. */
+export type ScriptedReply = AIMessage | AIMessageFields | string;
 
 /** Handed to policy steps so they can mint tool-call ids from the model's own counter. */
 export interface ScriptContext {
@@ -35,8 +35,8 @@ export type ScriptPolicy = (
 export type ScriptStep = ScriptedReply | ScriptPolicy;
 
 export interface ScriptedChatModelOptions extends BaseChatModelParams {
-  /** Played for every call after the script is exhausted (a string becomes a plain text answer). */
-  fallback?: ScriptStep | string;
+  /** Played for every call after the script is exhausted. */
+  fallback?: ScriptStep;
   /** Prefix of generated tool-call ids (default `call_`). */
   toolCallIdPrefix?: string;
   /** Keep each call's input in `calls` (default true). A long-lived model serving many runs should not. */
@@ -77,7 +77,7 @@ export class ScriptedChatModel extends BaseChatModel {
     const { fallback, toolCallIdPrefix, recordCalls, ...baseParams } = options;
     super(baseParams);
     this.script = [...script];
-    this.fallback = typeof fallback === "string" ? { content: fallback } : (fallback ?? { content: DEFAULT_SCRIPT_FALLBACK });
+    this.fallback = fallback ?? DEFAULT_SCRIPT_FALLBACK;
     this.toolCallIdPrefix = toolCallIdPrefix ?? "call_";
     this.#options = options;
     this.#state = { cursor: 0, toolCallCount: 0, callCount: 0, calls: [] };
@@ -163,7 +163,9 @@ export class ScriptedChatModel extends BaseChatModel {
 
   /** Always a new message: the messages reducer assigns ids in place, so script objects must not be shared. */
   #materialize(reply: ScriptedReply, messages: readonly BaseMessage[]): AIMessage {
-    const fields: AIMessageFields = AIMessage.isInstance(reply)
+    const fields: AIMessageFields = typeof reply === "string"
+      ? { content: reply }
+      : AIMessage.isInstance(reply)
       ? {
           content: reply.content,
           name: reply.name,
