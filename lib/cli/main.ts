@@ -2,6 +2,7 @@
 import { UsageError } from "./args";
 import { checkCommand, tasksCommand, toolsCommand, workerCommand } from "./commands";
 import type { CliIo } from "./io";
+import { LANGGRAPH_API_KEY_ENV_VARS } from "../tasks/notifiers";
 
 const USAGE = `usage: mcp-harness <command> [options]
 
@@ -16,8 +17,9 @@ commands:
       run the background task graph against the task store (MCP_HARNESS_DATABASE_URL) until SIGTERM/SIGINT,
       one line per tick that changed something; --interval defaults to mcpTasks.poll_interval_seconds.
       --notifier langgraph delivers task events as runs of --assistant (default agent) on a LangGraph server
-      (--api-url, else MCP_HARNESS_LANGGRAPH_API_URL; API key from MCP_HARNESS_LANGGRAPH_API_KEY or
-      LANGGRAPH_API_KEY / LANGSMITH_API_KEY); the default, none, leaves events pending.
+      (--api-url, else MCP_HARNESS_LANGGRAPH_API_URL), API key from the first of these that is set:
+      ${LANGGRAPH_API_KEY_ENV_VARS.join(", ")}.
+      The default, none, leaves events pending.
   tasks list --user <id> --thread <id> [--active] [--limit <n>] [--json] [--database <url>]
   tasks show <task-id> --user <id> [--thread <id>] [--json] [--database <url>]
   tasks cancel <task-id> --user <id> --thread <id> [--json] [--database <url>]
