@@ -5,7 +5,8 @@
  * The export is a builder: called once at startup with no arguments, it returns an interceptor (or null
  * for none). This interceptor tells MCP servers who asked: it adds an `X-Requested-By` header with the
  * run's user id (`context.user_id`, else "anonymous"). On stdio servers, interceptor headers travel as
- * the call's `_meta.headers`.
+ * the call's `_meta.headers`. Like every header value, the user id is then one of the call's secrets: it is
+ * blanked ("[redacted]") wherever that call's result shows it.
  *
  * CommonJS; an ES module (`.mjs`, or `.js` under `"type": "module"`) with a named export works too.
  */
