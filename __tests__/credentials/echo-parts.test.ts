@@ -31,7 +31,25 @@ let http: HttpFixture;
 let toolkit: McpToolkit;
 let tools: DynamicStructuredTool[];
 let graph: ToolNodeGraph;
-const logger = new RecordingLogger();
+/** A RecordingLogger a test can wait on for a line, instead of polling it. */
+class WaitingLogger extends RecordingLogger {
+  readonly #waiters = new Set<{ matches: (message: string) => boolean; resolve: () => void }>();
+
+  override debug(message: string): void {
+    super.debug(message);
+    for (const waiter of this.#waiters) {
+      if (!waiter.matches(message)) continue;
+      this.#waiters.delete(waiter);
+      waiter.resolve();
+    }
+  }
+
+  waitFor(matches: (message: string) => boolean): Promise<void> {
+    return new Promise((resolve) => this.#waiters.add({ matches, resolve }));
+  }
+}
+
+const logger = new WaitingLogger();
 const checkpointer = new MemorySaver();
 let thread = 0;
 
@@ -123,16 +141,20 @@ describe("a server quoting part of a credential", () => {
   });
 });
 
+/** The stderr lines `server` logs while its `stderr_split` tool runs, once the tool's last line is logged. */
+async function stderrOfSplit(server: string, args: { env: string; copies: number; pauseMs: number }): Promise<string[]> {
+  const prefix = `MCP server '${server}' stderr: `;
+  const before = logger.lines.length;
+  const done = logger.waitFor((message) => message === `${prefix}stderr_split done`);
+  await call(`${server}_stderr_split`, args);
+  await done;
+  return logger.messages().slice(before).filter((message) => message.startsWith(prefix));
+}
+
 describe("a stdio server's stderr line longer than the pending limit", () => {
   test("a secret split across two writes after more than 64 KiB is never logged, not even in part", async () => {
-    const before = logger.lines.length;
-    const stderrLines = () => logger.lines.slice(before).filter((l) => l.message.startsWith("MCP server 'split' stderr: "));
     // 9000 copies of "<key> " (81 000 characters) before the split one: the line is cut while the key is half-read.
-    await call("split_stderr_split", { env: "SPLIT_KEY", copies: 9000, pauseMs: 300 });
-    const deadline = Date.now() + 10_000;
-    const done = () => stderrLines().some((l) => l.message.endsWith("stderr: stderr_split done"));
-    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const lines = stderrLines().map((l) => l.message);
+    const lines = await stderrOfSplit("split", { env: "SPLIT_KEY", copies: 9000, pauseMs: 300 });
     for (const line of lines) expect(line).not.toMatch(/[QZXJVWKY]/);
     // The key's line came in two pieces at least, both scrubbed, and then the line after it.
     expect(lines.length).toBeGreaterThanOrEqual(3);
@@ -142,13 +164,7 @@ describe("a stdio server's stderr line longer than the pending limit", () => {
 
 describe("a stdio server writing a multi-line secret to stderr in two writes", () => {
   test("each line of the secret is scrubbed, also the line logged before the rest of the secret arrived", async () => {
-    const before = logger.lines.length;
-    const stderrLines = () => logger.lines.slice(before).filter((l) => l.message.startsWith("MCP server 'pem' stderr: "));
-    await call("pem_stderr_split", { env: "PEM_KEY", copies: 0, pauseMs: 300 });
-    const deadline = Date.now() + 10_000;
-    const done = () => stderrLines().some((l) => l.message.endsWith("stderr: stderr_split done"));
-    while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(stderrLines().map((l) => l.message)).toEqual([
+    expect(await stderrOfSplit("pem", { env: "PEM_KEY", copies: 0, pauseMs: 300 })).toEqual([
       "MCP server 'pem' stderr: [redacted]",
       "MCP server 'pem' stderr: [redacted]",
       "MCP server 'pem' stderr: [redacted]",
