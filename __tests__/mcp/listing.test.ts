@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger } from "../../lib";
-import { MAX_TOOL_LIST_PAGES } from "../../lib/mcp/discovery";
+import { MAX_REFUSED_TOOL_WARNINGS, MAX_TOOL_LIST_PAGES } from "../../lib/mcp/discovery";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startListingServer, type ListingServer, type ToolPage } from "../fixtures/listing-server";
 
@@ -160,4 +160,14 @@ test("a server's error text in a discovery warning has its control characters es
   const [warning] = logger.messages("warn");
   expect(warning).toMatch(/^Skipping MCP server 's' after tool discovery failed: .*boom\\n\[mcp-harness\] Skipping MCP server 'other'\\x1b\[2J\\u202e/);
   expect(warning).not.toMatch(/[\n\u001b\u202e]/);
+});
+
+test(`refused tools are named one by one up to ${MAX_REFUSED_TOOL_WARNINGS}, the rest counted in one warning`, async () => {
+  const bad = Array.from({ length: MAX_REFUSED_TOOL_WARNINGS + 5 }, (_, i) => ({ name: `bad${i}`, inputSchema: {} }) as Tool);
+  const { logger, tools } = await discover(() => ({ tools: [...bad, tool("ok")] }));
+  expect(tools.map((t) => t.name)).toEqual(["s_ok"]);
+  const warnings = logger.messages("warn");
+  expect(warnings).toHaveLength(MAX_REFUSED_TOOL_WARNINGS + 1);
+  expect(warnings[MAX_REFUSED_TOOL_WARNINGS - 1]).toMatch(new RegExp(`^Skipping MCP tool 'bad${MAX_REFUSED_TOOL_WARNINGS - 1}' of server 's'`));
+  expect(warnings.at(-1)).toBe("Skipping 5 more tools of server 's' whose definitions are not valid MCP tools");
 });

@@ -252,12 +252,22 @@ function refusedText(serverName: string, refused: RefusedTool, redactor: Redacto
   return `Skipping ${tool} of server '${serverName}': its definition is not a valid MCP tool${where}; the server's other tools are kept`;
 }
 
+/** Refused tools named one by one up to this many; the rest of them are counted in one more warning. */
+export const MAX_REFUSED_TOOL_WARNINGS = 20;
+
+function refusedWarnings(serverName: string, refused: readonly RefusedTool[], redactor: Redactor): string[] {
+  const warnings = refused.slice(0, MAX_REFUSED_TOOL_WARNINGS).map((tool) => refusedText(serverName, tool, redactor));
+  const more = refused.length - MAX_REFUSED_TOOL_WARNINGS;
+  if (more > 0) warnings.push(`Skipping ${more} more tools of server '${serverName}' whose definitions are not valid MCP tools`);
+  return warnings;
+}
+
 async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: Logger): Promise<ServerDiscovery> {
   const { serverName, server } = target;
   const seen: DiscoveryNotes = {};
   try {
     const discovered = await discoverServer(target, pool, seen);
-    const warnings = (seen.refused ?? []).map((refused) => refusedText(serverName, refused, secretsOf(target, seen.headers)));
+    const warnings = refusedWarnings(serverName, seen.refused ?? [], secretsOf(target, seen.headers));
     const tools = discovered.filter((tool) => {
       if (!namesProtoField(tool.definition)) return true;
       warnings.push(
