@@ -173,6 +173,58 @@ describe.each(targets())("task store on $name", (target) => {
     await store.close();
   });
 
+  test("the same attention event after the task worked again is a new version: the same question, a second degraded spell", async () => {
+    const { store, clock } = await fresh();
+    const task = await seedTask(store);
+    const poll = async (snapshot: TaskSnapshot) => {
+      const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+      expect(await store.applySnapshot({ task: claimed, leaseOwner: "w1", snapshot, nextPollAt: clock.current })).toBe(true);
+      return (await store.get(task.id, "alice"))!.event_version;
+    };
+    const fail = async () => {
+      await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+      expect(await store.releaseClaim({ taskId: task.id, leaseOwner: "w1", nextPollAt: clock.current, error: "down", trackingDegradedAfterErrors: 1 })).toBe(true);
+      return (await store.get(task.id, "alice"))!.event_version;
+    };
+    const question = () => new TaskSnapshot({ status: "input_required", input_required: { question: "deploy?" } });
+    const working = () => new TaskSnapshot({ status: "working" });
+    expect(await poll(question())).toBe(1);
+    // Asked again while nothing changed: the same event, no new version.
+    expect(await poll(question())).toBe(1);
+    expect(await poll(working())).toBe(1);
+    expect(await poll(question())).toBe(2);
+    expect(await poll(working())).toBe(2);
+    expect(await fail()).toBe(3);
+    expect(await fail()).toBe(3);
+    expect(await poll(working())).toBe(3);
+    expect(await fail()).toBe(4);
+    await store.close();
+  });
+
+  test("a poll's failure is discarded once the task's cancel was claimed, also by the same owner with the same lease expiry", async () => {
+    const { store } = await fresh();
+    const task = await seedTask(store);
+    // The clock does not move: the cancel claim writes the very lease expiry the poll's claim wrote.
+    const [polled] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    await store.requestCancel(task.id, "alice", "thread-1");
+    const [cancelling] = await store.claimCancels({ leaseOwner: "w1", ...lease });
+    expect(cancelling.lease_expires_at).toEqual(polled.lease_expires_at);
+    const released = await store.releaseClaim({
+      taskId: task.id,
+      leaseOwner: "w1",
+      leaseExpiresAt: polled.lease_expires_at,
+      nextPollAt: new Date(),
+      error: "late",
+      trackingDegradedAfterErrors: 1,
+    });
+    expect(released).toBe(false);
+    expect(await store.get(task.id, "alice")).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, lease_owner: "w1", event_version: 0 });
+    const cancelled = new TaskSnapshot({ status: "cancelled" });
+    const applied = await store.applyCancelSnapshot({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: cancelling.lease_expires_at, snapshot: cancelled, trackingDegradedAfterErrors: 1 });
+    expect(applied).toBe(true);
+    await store.close();
+  });
+
   test("cancels: claim under a lease, apply the terminal answer fenced, or release with the error", async () => {
     const { store, clock } = await fresh();
     const task = await seedTask(store);

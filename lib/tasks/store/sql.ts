@@ -49,14 +49,17 @@ const eventChanged = (fp: string) => `(${fp} IS NOT NULL AND (event_fingerprint 
 
 /**
  * The one implementation of "record the event if it changed" (inventory §N 122): a new fingerprint bumps
- * `event_version`; unless a delivery is in flight, the row becomes `pending` now with a fresh budget.
+ * `event_version`; unless a delivery is in flight, the row becomes `pending` now with a fresh budget. A result with
+ * no event (`fp` null: the task is working again) forgets the stored fingerprint without a new version, so the same
+ * event coming back later (the same question asked again, a second spell of degraded tracking) is a change again;
+ * the Python original kept it, and that event was never delivered.
  */
 export function recordEventSet(fp: string, now: string): string {
   const changed = eventChanged(fp);
   const reset = `(${changed} AND notification_status NOT IN ${IN_FLIGHT})`;
   return [
     `event_version = CASE WHEN ${changed} THEN event_version + 1 ELSE event_version END`,
-    `event_fingerprint = CASE WHEN ${changed} THEN ${fp} ELSE event_fingerprint END`,
+    `event_fingerprint = CASE WHEN ${fp} IS NULL THEN NULL WHEN ${changed} THEN ${fp} ELSE event_fingerprint END`,
     `notification_status = CASE WHEN ${reset} THEN 'pending' ELSE notification_status END`,
     `next_notification_at = CASE WHEN ${reset} THEN ${now} ELSE next_notification_at END`,
     `notification_error = CASE WHEN ${reset} THEN NULL ELSE notification_error END`,
@@ -194,8 +197,10 @@ export class TaskSql {
 
   /**
    * $1 id, $2 owner, $3 now, $4 next poll, $5 error, $6 fingerprint, $7 the claim's lease expiry (or null).
-   * Fenced on owner, lease expiry and claim, like an apply: a failure that comes back after the lease expired
-   * (or after a newer claim) counts no error and records no event.
+   * Fenced like an apply: owner, lease expiry, claim, pollable and no cancel request. A failure that comes back
+   * after the lease expired, after a newer claim or after a cancel request counts no error and records no event;
+   * a cancel claim of the same owner can hold the very lease expiry the poll's claim wrote (a clock that did not
+   * move), so the cancel request is checked on its own.
    */
   releaseClaim(): string {
     const { c } = this;
@@ -204,6 +209,7 @@ export class TaskSql {
         updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(6), c.ts(3))}
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(7))}
+        AND status IN ${POLLABLE} AND cancel_requested_at IS NULL
       RETURNING id`;
   }
 
