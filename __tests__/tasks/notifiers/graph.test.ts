@@ -114,6 +114,31 @@ describe("a restart between launch and confirmation", () => {
       await worker.stop();
     }
   });
+
+  test("after a restart, an agent graph not built yet defers the launched run's lookup: once built, delivered once", async () => {
+    const h = await harness();
+    const taskId = await submit(h, "th-late", "epsilon");
+    expect(await tick(h)).toMatchObject({ notified: 1 });
+    await h.runtime.stop();
+    let built = false;
+    const worker = await createTaskRuntime({
+      configPath: path.join(h.dir, "extensions_config.json"),
+      databaseUrl: `sqlite:${path.join(h.dir, "tasks.sqlite")}`,
+      notifier: createGraphNotifier({ graph: () => (built ? h.agent : undefined) }),
+      clock: h.clock.now,
+      logger: silentLogger,
+      toolkitOptions: { dataDir: h.dir },
+    });
+    try {
+      expect(await worker.runOnce(h.clock.advance(5))).toMatchObject({ deferred: 1, delivered: 0, notificationRetried: 0 });
+      built = true;
+      expect(await worker.runOnce(h.clock.advance(60))).toMatchObject({ delivered: 1, notified: 0 });
+      expect((await worker.service.getTask(taskId, "ann"))?.notification_status).toBe("delivered");
+      expect(notifications(await h.messages("th-late"))).toHaveLength(1);
+    } finally {
+      await worker.stop();
+    }
+  });
 });
 
 describe("the notifier on its own, over the same real agent", () => {
@@ -265,9 +290,13 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
     const restarted = createGraphNotifier({ graph });
     await entered;
     expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "running" });
+    // Delivered again under the same key (the row still said claimed): not a second run, and not delivered yet.
+    await expect(restarted.deliver(delivery("th-open"), "k-open")).rejects.toBeInstanceOf(BusyThreadError);
     control.held = undefined;
     release();
     await first.idle();
     expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "success" });
+    const again = await restarted.deliver(delivery("th-open"), "k-open");
+    expect(await restarted.getRun(again.runId, "ann")).toEqual({ status: "success" });
   });
 });

@@ -100,6 +100,12 @@ function lastRunFailed(state: ThreadStateView): boolean {
   );
 }
 
+/** How the run that took an event into the thread went: it succeeded only if it ran to its end. */
+function landedRun(state: ThreadStateView): { status: "success" | "running" } | { status: "error"; error: string } {
+  if (state.next.length === 0) return { status: "success" };
+  return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
+}
+
 function messagesOf(values: unknown): readonly BaseMessage[] {
   const messages = (values as { messages?: unknown } | null)?.messages;
   return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
@@ -136,7 +142,11 @@ class InProcessGraphNotifier implements GraphNotifier {
       const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
       if (state.createdAt === undefined) throw new ThreadGoneError(`Thread '${threadId}' has no checkpoint`);
       if (messagesOf(state.values).some((m) => notificationMarkerOf(m)?.idempotency_key === idempotencyKey)) {
-        return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, status: "success" }) };
+        // A run started before a restart took this event in: nothing is sent again, and it counts as delivered only
+        // once that run ran to its end.
+        const landed = landedRun(state);
+        if (landed.status === "running") throw new BusyThreadError(`Thread '${threadId}' is still running the run that took this event in`);
+        return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, ...landed }) };
       }
       if (state.next.length > 0 && !lastRunFailed(state)) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
       const run: GraphRun = { userId: delivery.userId, status: "running" };
@@ -180,16 +190,16 @@ class InProcessGraphNotifier implements GraphNotifier {
     }
     // A run started before a restart: its message in the thread says it landed.
     const { threadId, idempotencyKey } = options;
+    if (!threadId || !idempotencyKey) return null;
     const graph = this.#graph();
-    if (!threadId || !idempotencyKey || graph === undefined) return null;
+    // Not "not found" (which would start the event again under a new key): asked again later, once it can be looked up.
+    if (graph === undefined) return { status: "running" };
     const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
     const marker = messagesOf(state.values)
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
     if (!marker || marker.user_id !== userId) return null;
-    // The event reached the thread; the run that took it in succeeded only if it ran to its end.
-    if (state.next.length === 0) return { status: "success" };
-    return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
+    return landedRun(state);
   }
 
   async idle(): Promise<void> {
