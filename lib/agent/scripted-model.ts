@@ -163,9 +163,7 @@ export class ScriptedChatModel extends BaseChatModel {
 
   /** Always a new message: the messages reducer assigns ids in place, so script objects must not be shared. */
   #materialize(reply: ScriptedReply, messages: readonly BaseMessage[]): AIMessage {
-    const fields: AIMessageFields = typeof reply === "string"
-      ? { content: reply }
-      : AIMessage.isInstance(reply)
+    const fields: AIMessageFields = AIMessage.isInstance(reply)
       ? {
           content: reply.content,
           name: reply.name,
@@ -176,7 +174,9 @@ export class ScriptedChatModel extends BaseChatModel {
           additional_kwargs: reply.additional_kwargs,
           response_metadata: reply.response_metadata,
         }
-      : reply;
+      : typeof reply === "string"
+        ? { content: reply }
+        : reply;
     const toolCalls = (fields.tool_calls ?? []).map(
       (call): ToolCall => ({
         ...call,
