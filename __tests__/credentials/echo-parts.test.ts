@@ -24,7 +24,9 @@ const COOKIE = "theme=dark; sid=s3ss10nV4l; tz=UTC9";
 const SPLIT_KEY = "QZXJVWKY";
 /** A key of three lines, made of the same letters; the fixture's first write ends after its first line break. */
 const PEM_KEY = "QZXJ-one\nVWKY-two\nQZXJ-six";
-const CONTEXT = { user_id: "alice", secrets: { basic: BASIC, cookie: COOKIE, pin: PIN } };
+/** Two characters: too short for a base64 run of its own. */
+const TWO = "W7";
+const CONTEXT = { user_id: "alice", secrets: { basic: BASIC, cookie: COOKIE, pin: PIN, two: TWO } };
 const SECRETS = [PIN, "hunter2pw", "s3ss10nV4l", BASIC.slice(6), SPLIT_KEY];
 
 let http: HttpFixture;
@@ -73,15 +75,15 @@ const commandQuotingHeaders: McpToolInterceptor = async (request, next) => {
 };
 
 beforeAll(async () => {
-  http = await startHttpFixture({ name: "parts", toolNames: ["decode_credentials", "echo"] });
-  const split = stdioFixture({ name: "split", toolNames: ["stderr_split"] });
+  http = await startHttpFixture({ name: "parts", toolNames: ["decode_credentials", "echo", "leak"] });
+  const split = stdioFixture({ name: "split", toolNames: ["stderr_split", "leak"] });
   const dir = await makeTempDir("mcp-echo-parts-");
   const configPath = await writeConfig(dir, {
     mcpServers: {
       parts: {
         type: "http",
         url: http.url,
-        headers_from_context: { headers: { Authorization: "basic", Cookie: "cookie", "X-Pin": "pin" } },
+        headers_from_context: { headers: { Authorization: "basic", Cookie: "cookie", "X-Pin": "pin", "X-Two": "two" } },
       },
       split: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, SPLIT_KEY: "${SPLIT_KEY}" } },
       pem: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, PEM_KEY: "${PEM_KEY}" } },
@@ -150,6 +152,22 @@ async function stderrOfSplit(server: string, args: { env: string; copies: number
   await done;
   return logger.messages().slice(before).filter((message) => message.startsWith(prefix));
 }
+
+describe("a server echoing a two-character secret and a secret with line breaks", () => {
+  test("a two-character header value in base64, alone or in 'user:<value>', is blanked with its token", async () => {
+    const message = await call("parts_leak", {});
+    const text = JSON.stringify(message.toDict());
+    for (const form of [TWO, Buffer.from(TWO).toString("base64"), Buffer.from(`user:${TWO}`).toString("base64url")]) expect(text).not.toContain(form);
+    expect(text).toContain("[redacted]");
+  });
+
+  test("a PEM-like $VAR echoed a line per content block and with CRLF line ends never comes back whole or in lines", async () => {
+    const message = await call("pem_leak", { env: ["PEM_KEY"] });
+    const text = JSON.stringify(message.toDict());
+    for (const line of PEM_KEY.split("\n")) expect(text).not.toContain(line);
+    expect(String(message.content)).toContain("[redacted]\n[redacted]\n[redacted]");
+  });
+});
 
 describe("a stdio server's stderr line longer than the pending limit", () => {
   test("a secret split across two writes after more than 64 KiB is never logged, not even in part", async () => {

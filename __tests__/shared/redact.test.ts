@@ -58,6 +58,34 @@ describe("Redactor", () => {
     expect(r.text("b64 cTdaNA==")).toBe(`b64 ${REDACTED}A==`);
   });
 
+  test.each(["k", "W7", "Q9z"])("a secret of %j, too short for a base64 run of its own, is found by decoding base64 text", (secret) => {
+    const r = Redactor.of([secret]);
+    for (const prefix of ["", "X", "XY", "user:"]) {
+      const text = Buffer.from(`${prefix}${secret}`);
+      for (const encoded of [text.toString("base64"), text.toString("base64url"), text.toString("base64").replace(/=+$/, "")]) {
+        // Two or three base64 characters alone are any short word: a token is read from 4 characters on.
+        expect(r.text(`auth ${encoded} end`)).toBe(encoded.length < 4 ? `auth ${encoded} end` : `auth ${REDACTED} end`);
+      }
+    }
+    // Base64 of a JSON body quoting it (a job that echoes the headers it got).
+    expect(r.text(`"b64":"${Buffer.from(JSON.stringify({ "x-key": secret })).toString("base64")}"`)).toBe(`"b64":"${REDACTED}"`);
+    // Binary data holds any short value by chance: it is left whole.
+    const binary = Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from(secret), Buffer.from([0x00, 0x9c])]).toString("base64");
+    expect(r.text(`image ${binary}`)).toBe(`image ${binary}`);
+    // Text that is not base64 of the secret is kept.
+    expect(r.text("plain words stay")).toBe("plain words stay");
+  });
+
+  test("a secret holding line breaks: each line alone, and with CRLF line ends (raw or JSON-escaped)", () => {
+    const pem = "-----BEGIN KEY-----\nAbCdEf123XyZ\n-----END KEY-----";
+    const r = Redactor.of([pem]);
+    expect(r.text(`got ${pem}`)).toBe(`got ${REDACTED}`);
+    expect(r.text(`got ${pem.replace(/\n/g, "\r\n")}`)).toBe(`got ${REDACTED}`);
+    expect(r.text(`"got ${JSON.stringify(pem.replace(/\n/g, "\r\n")).slice(1, -1)}"`)).toBe(`"got ${REDACTED}"`);
+    // One line per content block: each block is scrubbed alone, so each line must go alone.
+    expect(pem.split("\n").map((line) => r.text(line))).toEqual([REDACTED, REDACTED, REDACTED]);
+  });
+
   test("longest first: a whole 'Bearer <token>' goes before its token alone", () => {
     const r = Redactor.of(headerSecrets({ Authorization: "Bearer abc123" }));
     expect(r.text("got 'Bearer abc123', abc123")).toBe(`got '${REDACTED}', ${REDACTED}`);

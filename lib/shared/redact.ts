@@ -16,7 +16,11 @@ export class Redactor {
   /** Redacts nothing. */
   static readonly none = new Redactor(null);
 
-  private constructor(private readonly pattern: RegExp | null) {}
+  private constructor(
+    private readonly pattern: RegExp | null,
+    /** Secrets too short for a base64 run of their own: found by decoding base64 tokens instead (see `text`). */
+    private readonly shortBase64: readonly string[] = [],
+  ) {}
 
   /** The redactor for these values (empty and duplicate values ignored); built once per distinct set. */
   static of(values: Iterable<string | undefined>): Redactor {
@@ -30,7 +34,7 @@ export class Redactor {
     if (unique.length === 0) return Redactor.none;
     unique.sort();
     const key = JSON.stringify(unique);
-    const redactor = touch(cache, key) ?? new Redactor(buildPattern(unique));
+    const redactor = touch(cache, key) ?? new Redactor(buildPattern(unique), withSecretLines(unique).filter(lacksBase64Run));
     remember(cache, key, redactor);
     remember(bySpelling, spelled, redactor);
     return redactor;
@@ -43,7 +47,20 @@ export class Redactor {
   text(text: string): string {
     if (this.pattern === null || text === "") return text;
     this.pattern.lastIndex = 0;
-    return text.replace(this.pattern, REDACTED);
+    const scrubbed = text.replace(this.pattern, REDACTED);
+    return this.shortBase64.length === 0 ? scrubbed : scrubbed.replace(BASE64_TOKEN, (token) => (this.hidesShortSecret(token) ? REDACTED : token));
+  }
+
+  /**
+   * Whether a base64 token decodes to text holding a secret too short for a base64 run of its own (1–3 characters:
+   * `W7` in `dXNlcjpXNw==`, "user:W7"), at any byte offset. The token is decoded from its start, as an encoder wrote
+   * it (a word decoded from its middle gives a byte or two of anything). Only text is searched: the bytes of binary
+   * data (an image) hold any short value by chance.
+   */
+  private hidesShortSecret(token: string): boolean {
+    if (token.length < 4) return false;
+    const decoded = base64Text(token.replace(/=+$/, ""));
+    return decoded !== undefined && this.shortBase64.some((secret) => decoded.includes(secret));
   }
 
   /**
@@ -115,8 +132,28 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
   if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
 }
 
+/** A run of base64 or base64url digits (with its padding) that may hide an encoded secret. */
+const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/]{2,}={0,2}|[A-Za-z0-9_-]{2,}={0,2})/g;
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The text `digits` (base64 or base64url, unpadded) decode to, when they decode to printable UTF-8. */
+function base64Text(digits: string): string | undefined {
+  const whole = digits.length - (digits.length % 4 === 1 ? 1 : 0);
+  try {
+    const text = strictUtf8.decode(Buffer.from(digits.slice(0, whole), "base64"));
+    return /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a secret is too short for `base64Runs` to give it a run at every alignment. */
+function lacksBase64Run(secret: string): boolean {
+  return base64Runs(secret).length < 6;
+}
+
 /** `values`, and each non-empty line of those that hold a line break (the same list when none does). */
-export function withSecretLines(values: readonly string[]): readonly string[] {
+function withSecretLines(values: readonly string[]): readonly string[] {
   const broken = values.filter((value) => /[\r\n]/.test(value));
   if (broken.length === 0) return values;
   return [...values, ...broken.flatMap((value) => value.split(/\r\n|\r|\n/).filter((line) => line !== ""))];
@@ -130,7 +167,9 @@ export function recordSecrets(record: Readonly<Record<string, unknown>> | undefi
 
 function buildPattern(secrets: readonly string[]): RegExp {
   const alternatives = new Set<string>();
-  for (const secret of secrets) {
+  // Each line of a secret holding line breaks too: a server may echo it a line at a time (one content block or one
+  // stderr write per line), and the pieces would meet again only after each was scrubbed.
+  for (const secret of withSecretLines(secrets)) {
     alternatives.add([...secret].map(charPattern).join(""));
     // Base64 is often wrapped in lines (MIME at 76 columns, PEM at 64): a line break may fall anywhere in the run.
     for (const run of base64Runs(secret)) alternatives.add([...run].map(escapeRegExp).join("(?:\\r?\\n)?"));
@@ -151,6 +190,8 @@ function charPattern(ch: string): string {
   forms.push(units.map((unit) => `\\\\+u${hexPattern(unit, 4)}`).join(""));
   const short = JSON_SHORT_ESCAPES[ch];
   if (short !== undefined) forms.push(ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`);
+  // A line break may come back as CRLF (a Windows or MIME server), raw or JSON-escaped.
+  if (ch === "\n") forms.push("\\r\\n", "\\\\+r\\\\+n");
   // URL: percent-encoded UTF-8 (any hex case, possibly encoded twice); `+` for a space in forms.
   forms.push([...Buffer.from(ch, "utf8")].map((byte) => `%(?:25)?${hexPattern(byte, 2)}`).join(""));
   if (ch === " ") forms.push("\\+");
