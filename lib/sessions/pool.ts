@@ -5,7 +5,7 @@ import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
 import { headerSecrets } from "../shared/header-secrets";
-import { Redactor, withSecretLines } from "../shared/redact";
+import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
@@ -355,7 +355,7 @@ export class SessionPool {
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
-      redact: (text) => this.redactor(entry, true).text(text),
+      redact: (text) => this.redactor(entry).text(text),
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths) : undefined,
     });
@@ -457,14 +457,9 @@ export class SessionPool {
     }
   }
 
-  /**
-   * The server's secrets and those its calls carried. `byLine` (stderr): also each line of a secret that holds a line
-   * break, since a child writing such a secret (a PEM key from its env) in several writes has its lines logged apart.
-   */
-  private redactor(entry: Entry, byLine = false): Redactor {
+  private redactor(entry: Entry): Redactor {
     const own = this.secretsFor(entry.serverName);
-    const values = entry.secrets.size === 0 ? own : [...own, ...entry.secrets];
-    return Redactor.of(byLine ? withSecretLines(values) : values);
+    return Redactor.of(entry.secrets.size === 0 ? own : [...own, ...entry.secrets]);
   }
 
   /** For tests and diagnostics. */
