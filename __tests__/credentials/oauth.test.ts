@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import {
@@ -171,6 +172,31 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     expect(config.refresh_token).toBe("refresh-0");
   });
 
+  test("a rotated refresh token is kept even when the rest of the answer is refused: the old one is spent", async () => {
+    const clock = fakeClock();
+    const manager = new OAuthTokenManager({ now: clock.now });
+    const config = McpOAuthSchema.parse({ token_url: tokens.url, grant_type: "refresh_token", refresh_token: "rt-0" });
+    let n = 0;
+    tokens.respond(() => (++n === 1 ? { body: { access_token: "bad\ntoken", refresh_token: "rt-1" } } : { body: { access_token: `ok-${n}`, refresh_token: `rt-${n}` } }));
+    const start = tokens.requests.length;
+    await expect(manager.getAuthorizationHeader("srv", config)).rejects.toThrow(/line break/);
+    expect(await manager.getAuthorizationHeader("srv", config)).toBe("Bearer ok-2");
+    expect(requestsSince(start).map((r) => r.form.refresh_token)).toEqual(["rt-0", "rt-1"]);
+  });
+
+  test("a token endpoint that redirects is an error: the client secret is never sent where the redirect points", async () => {
+    const redirector = createHttpServer((_req, res) => res.writeHead(307, { location: tokens.url }).end());
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    try {
+      const start = tokens.requests.length;
+      const config = oauthConfig({ token_url: `http://127.0.0.1:${(redirector.address() as AddressInfo).port}/token` });
+      await expect(new OAuthTokenManager().getAuthorizationHeader("srv", config)).rejects.toThrow("the token endpoint answered HTTP 307");
+      expect(requestsSince(start)).toHaveLength(0);
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+    }
+  });
+
   test("a changed oauth block starts over; the same block (a reload) keeps the cached token", async () => {
     const manager = new OAuthTokenManager();
     const start = tokens.requests.length;
@@ -311,6 +337,27 @@ describe("OAuth on the tool call path", () => {
     expect(logger.messages("warn")).toContain(
       "Skipping MCP server 'remote' after tool discovery failed: OAuth token request of MCP server 'remote' failed: the token endpoint answered HTTP 500",
     );
+  });
+
+  test("a server switched off and on again keeps its rotated refresh token", async () => {
+    const clock = fakeClock();
+    const oauth = { token_url: tokens.url, grant_type: "refresh_token", refresh_token: "rt-0" };
+    const { toolkit, configPath } = await oauthToolkit(clock, oauth);
+    tokens.respond(({ n }) => ({ body: { access_token: `tok-${n}`, refresh_token: `rt-${n}`, expires_in: 60 } }));
+    const dir = configPath.replace(/\/[^/]+$/, "");
+    const write = (enabled: boolean) => writeConfig(dir, { mcpServers: { remote: { type: "http", url: http.url, enabled, oauth } } });
+    const start = tokens.requests.length;
+    await write(true);
+    expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["remote_echo"]);
+    await write(false);
+    expect(await toolkit.getTools()).toEqual([]);
+    await write(true);
+    clock.advance(3600);
+    expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["remote_echo"]);
+    const sent = requestsSince(start).map((r) => r.form.refresh_token);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toBe("rt-0");
+    expect(sent[1]).toBe(`rt-${start + 1}`);
   });
 
   test("a config reload that keeps the oauth block keeps the token", async () => {

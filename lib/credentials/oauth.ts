@@ -129,6 +129,9 @@ export class OAuthTokenManager {
       throw ownText(new CredentialError(`OAuth token endpoint of MCP server '${serverName}' answered with JSON that is not an object`));
     }
     const fields = payload as Record<string, unknown>;
+    // Kept before the rest is checked: the endpoint has spent the refresh token it was sent either way.
+    const rotated = fields.refresh_token;
+    if (config.grant_type === "refresh_token" && typeof rotated === "string" && rotated !== "") state.refreshToken = rotated;
     const accessToken = fields[config.token_field];
     if (typeof accessToken !== "string" || accessToken === "") {
       throw ownText(new CredentialError(`OAuth token response of MCP server '${serverName}' is missing '${config.token_field}'`));
@@ -138,8 +141,6 @@ export class OAuthTokenManager {
     const problem = headerValueProblem(header);
     if (problem !== null) throw ownText(new CredentialError(invalidHeaderMessage(serverName, OAUTH_HEADER, "oauth", problem)));
 
-    const rotated = fields.refresh_token;
-    if (config.grant_type === "refresh_token" && typeof rotated === "string" && rotated !== "") state.refreshToken = rotated;
     const token = { header, expiresAt: this.now() + Math.max(expiresInSeconds(fields[config.expires_in_field]), 1) * 1000 };
     state.cached = token;
     return token;
@@ -156,6 +157,8 @@ export class OAuthTokenManager {
           headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
           body,
           signal,
+          // A redirect would re-send the client secret or refresh token to wherever it points: it is an error.
+          redirect: "manual",
         });
         return { response: res, text: await res.text() };
       }, this.timeoutMs));

@@ -345,7 +345,8 @@ export class McpToolkit {
       if (consistent && !this.closed) {
         this.current = generation;
         this.custom ??= generation.custom;
-        this.oauth.retain(generation.servers.keys());
+        // Disabled servers too: a rotated refresh token must outlive a server being switched off and on again.
+        this.oauth.retain(Object.keys(generation.config.mcpServers));
         return generation;
       }
       if (this.closed) {
