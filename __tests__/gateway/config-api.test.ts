@@ -157,6 +157,27 @@ describe("PUT /api/mcp/config", () => {
     expect((await readFile(file)).equals(before)).toBe(true);
   });
 
+  test("'***' in a list restores by position only while the list keeps its length; otherwise it is a 400", async () => {
+    const accounts = [
+      { name: "alice", token: "alice-secret" },
+      { name: "bob", token: "bob-secret" },
+    ];
+    const { call, file } = await setup({}, { mcpServers: { s: { url: "https://s.example/mcp", accounts } } });
+    const masked = (await call("GET", "/api/mcp/config")).json;
+    expect(masked.mcp_servers.s.accounts).toEqual([{ name: "alice", token: "***" }, { name: "bob", token: "***" }]);
+    // The same list back: each entry keeps its own secret.
+    expect((await call("PUT", "/api/mcp/config", masked)).status).toBe(200);
+    expect((await readJson(file)).mcpServers.s.accounts).toEqual(accounts);
+    // Alice removed, bob kept as shown: his "***" would have taken alice's secret by position.
+    const before = await readFile(file);
+    const body = structuredClone(masked);
+    body.mcp_servers.s.accounts = [body.mcp_servers.s.accounts[1]];
+    const put = await call("PUT", "/api/mcp/config", body);
+    expect(put.status).toBe(400);
+    expect(put.json.detail).toContain("mcp_servers.s.accounts[0].token");
+    expect((await readFile(file)).equals(before)).toBe(true);
+  });
+
   test("a full replace: omitted servers are dropped, new values written, OAuth '' clears a secret and null keeps it", async () => {
     const { call, file } = await setup();
     const masked = (await call("GET", "/api/mcp/config")).json;

@@ -71,6 +71,15 @@ describe("atomicWriteFile", () => {
     const later = await resolveWriteTarget(path.join(dir, "dangling.json"));
     expect(later).toBe(path.join(dir, "missing", "later.json"));
   });
+
+  test("a link's '..' climbs from where its folder really is, when the folder is reached through a symlink", async () => {
+    const dir = await makeTempDir("gateway-write-");
+    await mkdir(path.join(dir, "real", "sub"), { recursive: true });
+    const shared = await writeConfig(path.join(dir, "real"), { keep: 1 }, "shared.json");
+    await symlink(path.join(dir, "real", "sub"), path.join(dir, "cfgdir"));
+    await symlink("../shared.json", path.join(dir, "real", "sub", "extensions_config.json"));
+    expect(await resolveWriteTarget(path.join(dir, "cfgdir", "extensions_config.json"))).toBe(shared);
+  });
 });
 
 describe("config writes through the API when a step fails", () => {

@@ -141,16 +141,14 @@ function restoreNested(key: string, value: unknown, stored: unknown, path: reado
     if (stored === undefined) throw new MaskedValueError(formatIssuePath(path));
     return stored;
   }
-  if (Array.isArray(value)) {
-    const before = Array.isArray(stored) ? stored : [];
-    return value.map((item, index) => restoreWalk(item, before[index], [...path, index]));
-  }
   return restoreWalk(value, stored, path);
 }
 
 function restoreWalk(value: unknown, stored: unknown, path: readonly (string | number)[]): unknown {
   if (Array.isArray(value)) {
-    const before = Array.isArray(stored) ? stored : [];
+    // Items are matched by position only while the list keeps its length: after an item was added or removed, the
+    // same position may hold another entry, and a "***" there would take that entry's secret.
+    const before = Array.isArray(stored) && stored.length === value.length ? stored : [];
     return value.map((item, index) => restoreWalk(item, before[index], [...path, index]));
   }
   if (!isRecord(value)) return value;

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { lstat, mkdir, open, readlink, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { lstat, mkdir, open, readlink, realpath, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import * as nodePath from "node:path";
 
 /**
@@ -25,6 +25,8 @@ export const NEW_CONFIG_FILE_MODE = 0o600;
 export async function resolveWriteTarget(path: string): Promise<string> {
   let current = nodePath.resolve(path);
   for (let hop = 0; hop < MAX_SYMLINK_HOPS; hop++) {
+    // The folder as the kernel resolves it: a link's `..` climbs from where the folder really is, not from its name.
+    current = nodePath.join(await realFolder(nodePath.dirname(current)), nodePath.basename(current));
     let stats;
     try {
       stats = await lstat(current);
@@ -36,6 +38,16 @@ export async function resolveWriteTarget(path: string): Promise<string> {
     current = nodePath.resolve(nodePath.dirname(current), await readlink(current));
   }
   throw new Error(`Too many levels of symbolic links at ${path}`);
+}
+
+/** `dir` with its symlinks resolved; as it is when it does not exist (a dangling link's target is created there). */
+async function realFolder(dir: string): Promise<string> {
+  try {
+    return await realpath(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return dir;
+    throw err;
+  }
 }
 
 /** The temp files of `target` look like `.<name>.<hex>.tmp`, next to it. */
