@@ -3,7 +3,7 @@
  * which scope gets which child, where the child runs, and what happens when children die or time out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { stat, symlink, unlink } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, symlink, unlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
@@ -18,6 +18,7 @@ import { stdioFixture } from "../fixtures/stdio";
 import { alive, waitUntil } from "../fixtures/processes";
 
 let dataDir: string;
+const logger = new RecordingLogger();
 let toolkit: McpToolkit;
 let tools: DynamicStructuredTool[];
 let graph: ToolNodeGraph;
@@ -50,7 +51,7 @@ beforeAll(async () => {
       },
     },
   });
-  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir, interceptors: [lateError] });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger, dataDir, interceptors: [lateError] });
   tools = await toolkit.getTools();
   graph = toolNodeGraph(tools);
 });
@@ -167,6 +168,32 @@ describe("the thread workspace", () => {
     const tmp = path.join(workspace, ".mcp", "tmp");
     expect([where.TMPDIR, where.TMP, where.TEMP]).toEqual([tmp, tmp, tmp]);
     expect((await stat(tmp)).mode & 0o777).toBe(0o700);
+  });
+
+  test("a workspace whose .mcp is a symlink to a folder elsewhere: that folder is not made private or used; a warning", async () => {
+    const shared = await makeTempDir("mcp-shared-tmp-");
+    await mkdir(path.join(shared, "tmp"), { mode: 0o777 });
+    await chmod(path.join(shared, "tmp"), 0o777);
+    const workspace = path.join(dataDir, "threads", "ws-link", "user-data", "workspace");
+    await mkdir(workspace, { recursive: true });
+    await symlink(shared, path.join(workspace, ".mcp"));
+    const where = JSON.parse(String((await callThroughGraph(graph, "local_where", {}, scope("alice", "ws-link"))).content));
+    expect(where.cwd).toBe(workspace);
+    for (const key of ["TMPDIR", "TMP", "TEMP"]) expect(String(where[key])).not.toContain(".mcp");
+    expect((await stat(path.join(shared, "tmp"))).mode & 0o777).toBe(0o777);
+    expect(logger.messages("warn")).toContain(
+      "the private temp folder (.mcp/tmp) of thread workspace 'ws-link' could not be prepared (a symlink); MCP server 'local' runs there with the host's temp folder",
+    );
+  });
+
+  test("a workspace holding a file named .mcp: the call still runs there, with the host's temp folder", async () => {
+    const workspace = path.join(dataDir, "threads", "ws-file", "user-data", "workspace");
+    await mkdir(workspace, { recursive: true });
+    await writeFile(path.join(workspace, ".mcp"), "a project file");
+    const message = await callThroughGraph(graph, "local_where", {}, scope("alice", "ws-file"));
+    expect(message.status).toBe("success");
+    expect(JSON.parse(String(message.content)).cwd).toBe(workspace);
+    expect(await readFile(path.join(workspace, ".mcp"), "utf8")).toBe("a project file");
   });
 
   test("the config's cwd and temp variables win over the workspace", async () => {

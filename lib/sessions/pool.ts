@@ -13,7 +13,7 @@ import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
-import { ensureThreadPaths, stdioLaunch, threadPaths, type ThreadPaths } from "./workspace";
+import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
 
 export interface McpSession {
   readonly serverName: string;
@@ -346,18 +346,25 @@ export class SessionPool {
     const paths = scope && this.dataDir !== undefined ? threadPaths(this.dataDir, scope.threadId) : undefined;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
+    let tmpProblem: string | null = null;
     try {
-      if (paths) await ensureThreadPaths(paths);
+      if (paths) tmpProblem = await ensureThreadPaths(paths);
     } catch (err) {
       this.forget(entry);
       throw new Error(`could not prepare the thread workspace of MCP server '${serverName}': ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    }
+    if (tmpProblem !== null && scope) {
+      this.logger.warn(
+        `the private temp folder (.mcp/tmp) of thread workspace '${threadFolderName(scope.threadId)}' could not be prepared ` +
+          `(${tmpProblem}); MCP server '${serverName}' runs there with the host's temp folder`,
+      );
     }
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
       redact: (text) => this.redactor(entry).text(text),
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
-      launch: stdio ? stdioLaunch(server, paths) : undefined,
+      launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
     });
     client.onclose = () => this.forget(entry);
     try {

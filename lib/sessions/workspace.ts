@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { chmod, mkdir } from "node:fs/promises";
+import { constants } from "node:fs";
+import { lstat, mkdir, open } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
 export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "../shared/data-dir";
@@ -43,10 +44,33 @@ export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
   return { userData, workspace, tmp: nodePath.join(workspace, INTERNAL_DIR_NAME, "tmp") };
 }
 
-/** Creates the thread's workspace and its private temp folder (0700 even if it existed with a wider mode). */
-export async function ensureThreadPaths(paths: ThreadPaths): Promise<void> {
-  await mkdir(paths.tmp, { recursive: true, mode: 0o700 });
-  await chmod(paths.tmp, 0o700);
+/**
+ * Creates the thread's workspace (a failure throws) and its private temp folder, 0700 even if it existed with a wider
+ * mode. Returns `null` when the temp folder is ready, else why not (an error code): the workspace belongs to the
+ * thread's tools, so `.mcp` may be a file, or a symlink to a folder elsewhere, which is never made private or used.
+ */
+export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | null> {
+  await mkdir(paths.workspace, { recursive: true });
+  try {
+    for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
+      await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "EEXIST") throw err;
+      });
+      const info = await lstat(dir);
+      if (info.isSymbolicLink()) return "a symlink";
+      if (!info.isDirectory()) return "ENOTDIR";
+    }
+    // Not through a link put there since the check: O_NOFOLLOW refuses one.
+    const handle = await open(paths.tmp, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+    try {
+      await handle.chmod(0o700);
+    } finally {
+      await handle.close();
+    }
+    return null;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? "error";
+  }
 }
 
 export interface StdioLaunch {
@@ -56,11 +80,12 @@ export interface StdioLaunch {
 
 /**
  * Where a stdio child runs: the operator's `cwd` and temp variables win; otherwise the thread workspace and its
- * `.mcp/tmp`. The rest of the server's `env` is kept as configured.
+ * `.mcp/tmp`, unless that folder could not be made ready (`tmpReady` false: the host's temp folder then). The rest of
+ * the server's `env` is kept as configured.
  */
-export function stdioLaunch(server: McpServerConfig, paths: ThreadPaths | undefined): StdioLaunch {
+export function stdioLaunch(server: McpServerConfig, paths: ThreadPaths | undefined, tmpReady = true): StdioLaunch {
   const env = { ...server.env };
   if (!paths) return { cwd: server.cwd || undefined, env };
-  for (const key of TEMP_ENV_KEYS) if (!Object.hasOwn(env, key)) env[key] = paths.tmp;
+  if (tmpReady) for (const key of TEMP_ENV_KEYS) if (!Object.hasOwn(env, key)) env[key] = paths.tmp;
   return { cwd: server.cwd || paths.workspace, env };
 }
