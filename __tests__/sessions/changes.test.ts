@@ -69,6 +69,22 @@ describe("WorkspaceScanner", () => {
     expect(changedFiles(first, await snap(scanner))).toEqual([target]);
   });
 
+  test.each(WALKS)("a rewrite that puts the old modification time back (tar -x, cp -p) is a change: %s", async (_name, snap) => {
+    const root = await workspace();
+    const target = path.join(root, "docs", "b.txt");
+    const old = new Date(Date.now() - 3_600_000);
+    await writeFile(target, "AAAA");
+    await utimes(target, old, old);
+    const { scanner } = countingScanner(root, SETTLED);
+    const first = await snap(scanner);
+    await writeFile(target, "BBBB");
+    await utimes(target, old, old);
+    expect(changedFiles(first, await snap(scanner))).toEqual([target]);
+    // Nothing touched it since: no change.
+    const second = await snap(scanner);
+    expect(changedFiles(second, await snap(scanner))).toEqual([]);
+  });
+
   describe("a file rewritten in place in the same clock tick, with the same size (racy: modified just before the walk)", () => {
     /** Rewrites `file` in place (same inode) and puts its modification time back to `at`, checking the stamp held. */
     async function rewriteInTick(file: string, content: string, at: Date): Promise<void> {

@@ -44,11 +44,15 @@ const DIGEST_MARK = "#";
 
 /**
  * What tells a file's versions apart: its modification time and size, and its inode, so a file replaced by a rename
- * (an atomic save) is a change even when its time and size came out the same (timestamps are coarse).
+ * (an atomic save) is a change even when its time and size came out the same (timestamps are coarse). After
+ * `CTIME_MARK`, its change time: a rewrite that puts the old modification time back (`tar -x`, `cp -p`, `rsync -t`)
+ * still moves it, and no program can set it.
  */
 function stampOf(info: BigIntStats): string {
-  return `${info.ino}:${info.mtimeNs}:${info.size}`;
+  return `${info.ino}:${info.mtimeNs}:${info.size}${CTIME_MARK}${info.ctimeNs}`;
 }
+
+const CTIME_MARK = "@";
 
 /** Whether a racy file of this size still fits the snapshot's digest budget (which it then takes from). */
 class DigestBudget {
@@ -291,8 +295,11 @@ export function changedFiles(before: WorkspaceSnapshot, after: WorkspaceSnapshot
 function contentMoved(file: string, old: string, now: string): boolean {
   const [oldStamp, oldDigest] = old.split(DIGEST_MARK);
   const [stamp, digest] = now.split(DIGEST_MARK);
-  if (oldStamp !== stamp) return true;
-  // Same stamp: only a digest taken before can tell a same-tick rewrite (the file was not racy before, else).
-  if (oldDigest === undefined) return false;
-  return (digest ?? digestNow(file)) !== oldDigest;
+  const [oldVersion, oldCtime] = oldStamp.split(CTIME_MARK);
+  const [version, ctime] = stamp.split(CTIME_MARK);
+  if (oldVersion !== version) return true;
+  // Same inode, time and size. A digest taken before (the file was racy) tells whether the content moved: written
+  // again as it was is no change, though its change time moved. Without one, the change time tells.
+  if (oldDigest !== undefined) return (digest ?? digestNow(file)) !== oldDigest;
+  return oldCtime !== ctime;
 }
