@@ -27,7 +27,7 @@ beforeAll(async () => {
   await mkdir(path.join(workspace, "dir"), { recursive: true });
   await mkdir(path.join(workspace, "a"), { recursive: true });
   await mkdir(path.join(workspace, "b"), { recursive: true });
-  for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt", "cost$$.txt", "a$&b.txt", "2024.csv"]) {
+  for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt", "cost$$.txt", "a$&b.txt", "2024.csv", "final report.txt"]) {
     await writeFile(path.join(workspace, file), "x");
   }
   // A link out of the workspace, with a report.txt next to its target: `out/../report.txt` is that file.
@@ -78,6 +78,8 @@ describe("path translation", () => {
     ["a network path", () => `share /${workspace}/report.txt`],
     ["'..' after a link out of the workspace (the file system reads the folder above its target)", () => "cat out/../report.txt"],
     ["a relative path inside a longer word (Unicode letters are word characters)", () => "see ésub/data.csv"],
+    ["a path in a URL's query", () => `get http://h.example/?p=${workspace}/report.txt`],
+    ["a path in a quoted URL's query", () => `"https://h.example/x?f=./sub/data.csv"`],
   ])("left unchanged: %s", async (_name, input) => {
     expect(await text(input())).toBe(input());
   });
@@ -89,6 +91,20 @@ describe("path translation", () => {
     expect(await text("wrote x.txt", ["a/x.txt", "b/x.txt"])).toBe("wrote x.txt");
     expect(await text("wrote report.txt", [])).toBe("wrote report.txt");
     expect(await text("wrote été2024.csv and 2024.csv", ["2024.csv"])).toBe(`wrote été2024.csv and ${V}/workspace/2024.csv`);
+  });
+
+  test("a bare name is not rewritten inside a path just rewritten", async () => {
+    const url = pathToFileURL(path.join(workspace, "final report.txt")).href;
+    expect(await text(`updated report.txt; summary in ${url}`, ["report.txt"])).toBe(
+      `updated ${V}/workspace/report.txt; summary in ${V}/workspace/final report.txt`,
+    );
+  });
+
+  test("hundreds of words that only look like paths (dates) do not use up the references resolved before a real one", async () => {
+    const dates = Array.from({ length: 300 }, (_, i) => `2024/01/${String(i).padStart(3, "0")}: 1 row`).join("\n");
+    expect((await text(`${dates}\nreport at ${workspace}/report.txt and sub/data.csv`)).split("\n").at(-1)).toBe(
+      `report at ${V}/workspace/report.txt and ${V}/workspace/sub/data.csv`,
+    );
   });
 
   test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {

@@ -1,4 +1,4 @@
-import { realpath, stat } from "node:fs/promises";
+import { readdir, realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -46,21 +46,39 @@ function isSeparator(code: number): boolean {
 
 const SLASH = 0x2f;
 
-/** Calls `visit(start, end)` for each maximal run of non-separator characters that holds a `/` and may be a path. */
+/**
+ * Calls `visit(start, end)` for each maximal run of non-separator characters that holds a `/` and may be a path. Not in
+ * a URL: from a `scheme://` on (other than `file://`), up to the next whitespace, nothing is visited, so the path in
+ * `https://host/?p=/x` (its query split off at `?`) stays part of its URL.
+ */
 function forEachPathToken(text: string, visit: (start: number, end: number) => void): void {
   let start = -1;
   let slash = false;
+  let inUrl = false;
   for (let i = 0; i <= text.length; i += 1) {
     const code = i === text.length ? -1 : text.charCodeAt(i);
+    if (code === COLON && !inUrl && text.startsWith("//", i + 1) && !isFileScheme(text, i)) inUrl = true;
     if (code === -1 || isSeparator(code)) {
-      if (start >= 0 && slash && i - start <= MAX_TOKEN_CHARS) visit(start, i);
+      if (start >= 0 && slash && !inUrl && i - start <= MAX_TOKEN_CHARS) visit(start, i);
       start = -1;
       slash = false;
+      if (code === -1 || isWhitespace(code)) inUrl = false;
     } else {
       if (start < 0) start = i;
       if (code === SLASH) slash = true;
     }
   }
+}
+
+const COLON = 0x3a;
+
+/** Whether the scheme ending at the `:` at `colon` is `file`. */
+function isFileScheme(text: string, colon: number): boolean {
+  return colon >= 4 && text.slice(colon - 4, colon).toLowerCase() === "file" && (colon === 4 || !/[A-Za-z0-9+.-]/.test(text[colon - 5]));
+}
+
+function isWhitespace(code: number): boolean {
+  return code === 32 || (code >= 9 && code <= 13) || (code >= 128 && /\s/.test(String.fromCharCode(code)));
 }
 const TRAILING = /[.,;:!?)\]}>"'`]+$/;
 /** At most this many distinct references are resolved per result. */
@@ -81,7 +99,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   if (root === null) return result;
   const virtual = new Map<string, string>();
   await Promise.all(
-    [...references].slice(0, MAX_REFERENCES).map(async (reference) => {
+    (await likelyFirst(references, ctx, root)).slice(0, MAX_REFERENCES).map(async (reference) => {
       const mapped = await toVirtualPath(reference, ctx.cwd, root);
       if (mapped !== null && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
     }),
@@ -98,6 +116,24 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
     return item;
   });
   return { ...result, content };
+}
+
+/**
+ * The references, those most likely to be a file of the thread first, so that the bound on how many are resolved is
+ * not spent on words that only look like paths (dates, fractions): `file://` links and absolute paths into the
+ * user-data folder or the child's cwd, then relative ones whose first segment is an entry of the cwd, then the rest.
+ */
+async function likelyFirst(references: ReadonlySet<string>, ctx: PathContext, root: string): Promise<string[]> {
+  if (references.size <= MAX_REFERENCES) return [...references];
+  const prefixes = [ctx.userData, root, ctx.cwd].map((dir) => dir + nodePath.sep);
+  const entries = new Set(await readdir(ctx.cwd).catch(() => []));
+  const rank = (reference: string): number => {
+    if (reference.startsWith("file://")) return 0;
+    if (nodePath.isAbsolute(reference)) return prefixes.some((prefix) => reference.startsWith(prefix)) ? 0 : 2;
+    const first = reference.replace(/^\.\//, "").split("/", 1)[0];
+    return first === ".." || entries.has(first) ? 1 : 2;
+  };
+  return [...references].map((reference) => ({ reference, rank: rank(reference) })).sort((a, b) => a.rank - b.rank).map((r) => r.reference);
 }
 
 /**
@@ -183,31 +219,36 @@ async function uniqueChangedNames(
   return unique;
 }
 
+/**
+ * `text` with each reference found in `virtual` replaced by its virtual path, and each bare name of `bareNames` in the
+ * text between them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name).
+ */
 function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: ReadonlyMap<string, string>): string {
-  let out = virtual.size === 0 ? text : rewriteReferences(text, virtual);
+  const parts: string[] = [];
+  let copied = 0;
+  if (virtual.size > 0) {
+    forEachPathToken(text, (start, end) => {
+      forEachMatch(text.slice(start, end), (reference, at) => {
+        const mapped = virtual.get(reference);
+        if (mapped === undefined) return;
+        parts.push(rewriteBareNames(text.slice(copied, start + at), bareNames), mapped);
+        copied = start + at + reference.length;
+      });
+    });
+  }
+  if (copied === 0) return rewriteBareNames(text, bareNames);
+  parts.push(rewriteBareNames(text.slice(copied), bareNames));
+  return parts.join("");
+}
+
+function rewriteBareNames(text: string, bareNames: ReadonlyMap<string, string>): string {
+  let out = text;
   for (const [name, mapped] of bareNames) {
     // Not inside a longer name, not a directory segment.
     const pattern = new RegExp(`(?<![${WORD}./-])${escapeRegExp(name)}(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu");
     out = out.replace(pattern, () => mapped);
   }
   return out;
-}
-
-/** `text` with each reference found in `virtual` replaced by its virtual path; the rest copied by slices. */
-function rewriteReferences(text: string, virtual: ReadonlyMap<string, string>): string {
-  const parts: string[] = [];
-  let copied = 0;
-  forEachPathToken(text, (start, end) => {
-    forEachMatch(text.slice(start, end), (reference, at) => {
-      const mapped = virtual.get(reference);
-      if (mapped === undefined) return;
-      parts.push(text.slice(copied, start + at), mapped);
-      copied = start + at + reference.length;
-    });
-  });
-  if (copied === 0) return text;
-  parts.push(text.slice(copied));
-  return parts.join("");
 }
 
 function isInside(file: string, root: string): boolean {
