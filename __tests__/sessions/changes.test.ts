@@ -6,7 +6,8 @@ import { describe, expect, test } from "@jest/globals";
 import { readdirSync, type Dirent } from "node:fs";
 import { mkdir, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import { changedFiles, SETTLED_LISTING_MS, WorkspaceScanner, type WorkspaceSnapshot } from "../../lib/sessions";
+import { changedFiles, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, WorkspaceScanner, type WorkspaceSnapshot } from "../../lib/sessions";
+import { readDirUpTo } from "../../lib/sessions/changes";
 import { makeTempDir } from "../fixtures/config";
 
 /** A scanner on real folders whose clock runs `ahead` ms in front, counting the folders it reads. */
@@ -126,6 +127,40 @@ describe("WorkspaceScanner", () => {
       await rewriteInTick(target, "cccc", tick);
       expect(changedFiles(first, await scanner.snapshot())).toEqual([target]);
     });
+  });
+
+  test("a folder too large to walk in place is not read whole: the in-place walk stops past its budget", async () => {
+    const root = await workspace();
+    await mkdir(path.join(root, "many"));
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => writeFile(path.join(root, "many", `f${i}.txt`), "x")));
+    const seen: { dir: string; limit: number; read: number }[] = [];
+    const scanner = new WorkspaceScanner(root, {
+      now: () => Date.now() + SETTLED,
+      readDir: (dir, limit) => {
+        const entries = readDirUpTo(dir, limit);
+        seen.push({ dir: path.relative(root, dir) || ".", limit, read: entries.length });
+        return entries;
+      },
+    });
+    expect(scanner.snapshotInPlace()).toBeUndefined();
+    const many = seen.find((s) => s.dir === "many")!;
+    expect(many.read).toBe(many.limit + 1);
+    expect(many.read).toBeLessThan(300);
+    // Not kept: the next walk stops there again, and the walk off the event loop lists the whole tree.
+    expect(scanner.snapshotInPlace()).toBeUndefined();
+    const large = await scanner.snapshotLarge();
+    expect(large?.size).toBe(1002);
+  });
+
+  test(`a tree of more than ${MAX_SNAPSHOT_ENTRIES} entries is not listed, by either walk`, async () => {
+    const root = await workspace();
+    await mkdir(path.join(root, "huge"));
+    for (let i = 0; i <= MAX_SNAPSHOT_ENTRIES; i += 500) {
+      await Promise.all(Array.from({ length: 500 }, (_, j) => writeFile(path.join(root, "huge", `f${i + j}`), "")));
+    }
+    const scanner = new WorkspaceScanner(root);
+    expect(scanner.snapshotInPlace()).toBeUndefined();
+    expect(await scanner.snapshotLarge()).toBeNull();
   });
 
   test("a folder whose entries changed is read again, and only that folder", async () => {

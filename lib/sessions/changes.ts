@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { opendir, readFile, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
 
@@ -127,13 +127,32 @@ interface Listing {
 }
 
 const EMPTY_SNAPSHOT: ReadonlyMap<string, string> = new Map();
+const TOO_LARGE = Symbol("too large");
 
 export interface WorkspaceScannerOptions {
   /** The clock compared with folder change times (default `Date.now`). */
   now?: () => number;
-  /** Reads a folder's entries (default `readdirSync(dir, { withFileTypes: true })`). */
-  readDir?: (dir: string) => Dirent[];
+  /** Reads a folder's entries; more than `limit` of them may stop early (default: `readDirUpTo`). */
+  readDir?: (dir: string, limit: number) => Dirent[];
 }
+
+/** A folder's entries, but no more than `limit + 1`: a huge folder is not read whole just to learn it is too big. */
+export function readDirUpTo(dir: string, limit: number): Dirent[] {
+  const handle = opendirSync(dir, { bufferSize: Math.min(Math.max(limit + 1, 32), 1024) });
+  try {
+    const entries: Dirent[] = [];
+    for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
+      entries.push(entry);
+      if (entries.length > limit) break;
+    }
+    return entries;
+  } finally {
+    handle.closeSync();
+  }
+}
+
+/** How many stats a walk off the event loop has in flight at once (their completions are handled in bursts). */
+const STAT_BATCH = 256;
 
 /**
  * Snapshots of one workspace, call after call. Each folder costs a `stat`; it is read again only when its inode or
@@ -145,14 +164,14 @@ export class WorkspaceScanner {
   private generation = 0;
 
   private readonly now: () => number;
-  private readonly readDir: (dir: string) => Dirent[];
+  private readonly readDir: (dir: string, limit: number) => Dirent[];
 
   constructor(
     readonly root: string,
     options: WorkspaceScannerOptions = {},
   ) {
     this.now = options.now ?? Date.now;
-    this.readDir = options.readDir ?? ((dir) => readdirSync(dir, { withFileTypes: true }));
+    this.readDir = options.readDir ?? readDirUpTo;
   }
 
   /** Folders whose listing is remembered (for tests and diagnostics). */
@@ -176,7 +195,8 @@ export class WorkspaceScanner {
     let budget = SYNC_WALK_ENTRIES;
     const pending = [this.root];
     for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
-      const listing = this.list(dir);
+      const listing = this.list(dir, budget);
+      if (listing === TOO_LARGE) return undefined;
       if (listing === null) continue; // vanished or unreadable: nothing to list there
       if (listing.seen === 0) reread = true;
       listing.seen = generation;
@@ -199,7 +219,8 @@ export class WorkspaceScanner {
     return files ?? EMPTY_SNAPSHOT;
   }
 
-  private list(dir: string): Listing | null {
+  /** The folder's listing; `TOO_LARGE` when it has more than `budget` entries (then it is neither read whole nor kept). */
+  private list(dir: string, budget: number): Listing | typeof TOO_LARGE | null {
     // The stat comes first: a change between it and the read shows as a new stamp next time.
     let info;
     try {
@@ -214,10 +235,11 @@ export class WorkspaceScanner {
     const readAt = this.now();
     let entries: Dirent[];
     try {
-      entries = this.readDir(dir);
+      entries = this.readDir(dir, Math.max(budget, 0));
     } catch {
       return null;
     }
+    if (entries.length > budget) return TOO_LARGE;
     const dirs: string[] = [];
     const files: string[] = [];
     for (const entry of entries) {
@@ -247,30 +269,33 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<Works
   const files = new Map<string, string>();
   let budget = MAX_SNAPSHOT_ENTRIES;
   const walk = async (dir: string): Promise<boolean> => {
-    let entries: Dirent[];
+    const entries: Dirent[] = [];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      // Read entry by entry and left as soon as the tree is over the bound: a folder of 100,000 entries is not
+      // turned into objects in one go on the event loop.
+      for await (const entry of await opendir(dir, { bufferSize: 256 })) {
+        entries.push(entry);
+        if (entries.length > budget) return false;
+      }
     } catch {
       return true; // vanished or unreadable: nothing to list there
     }
     budget -= entries.length;
-    if (budget < 0) return false;
     const subdirs: string[] = [];
-    await Promise.all(
-      entries.map(async (entry) => {
-        const full = nodePath.join(dir, entry.name);
-        if (entry.isDirectory()) {
-          if (!EXCLUDED_DIR_NAMES.has(entry.name)) subdirs.push(full);
-        } else if (entry.isFile()) {
-          try {
-            const info = await stat(full, { bigint: true });
-            files.set(full, await stampWithDigestAsync(full, info, digests));
-          } catch {
-            // removed meanwhile
-          }
+    const stamp = async (entry: Dirent): Promise<void> => {
+      const full = nodePath.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (!EXCLUDED_DIR_NAMES.has(entry.name)) subdirs.push(full);
+      } else if (entry.isFile()) {
+        try {
+          const info = await stat(full, { bigint: true });
+          files.set(full, await stampWithDigestAsync(full, info, digests));
+        } catch {
+          // removed meanwhile
         }
-      }),
-    );
+      }
+    };
+    for (let i = 0; i < entries.length; i += STAT_BATCH) await Promise.all(entries.slice(i, i + STAT_BATCH).map(stamp));
     for (const sub of subdirs) if (!(await walk(sub))) return false;
     return true;
   };
