@@ -271,7 +271,7 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<Works
   const walk = async (dir: string): Promise<boolean> => {
     const entries: Dirent[] = [];
     try {
-      // Read entry by entry and left as soon as the tree is over the bound: a folder of 100,000 entries is not
+      // Read entry by entry, and left as soon as the tree is over the bound: a folder of 100,000 entries is not
       // turned into objects in one go on the event loop.
       for await (const entry of await opendir(dir, { bufferSize: 256 })) {
         entries.push(entry);

@@ -106,7 +106,8 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   );
   const bareNames = await uniqueChangedNames(ctx.changed, root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
-  const rewrite = (text: string) => rewriteText(text, virtual, bareNames);
+  const patterns = bareNamePatterns(bareNames);
+  const rewrite = (text: string) => rewriteText(text, virtual, patterns);
   const content = items.map((item): Content => {
     if (item.type === "text") return { ...item, text: rewrite(item.text) };
     if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
@@ -219,11 +220,19 @@ async function uniqueChangedNames(
   return unique;
 }
 
+/** Each bare name's pattern (not inside a longer name, not a directory segment) with its virtual path. */
+function bareNamePatterns(bareNames: ReadonlyMap<string, string>): [RegExp, string][] {
+  return [...bareNames].map(([name, mapped]) => [
+    new RegExp(`(?<![${WORD}./-])${escapeRegExp(name)}(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu"),
+    mapped,
+  ]);
+}
+
 /**
- * `text` with each reference found in `virtual` replaced by its virtual path, and each bare name of `bareNames` in the
- * text between them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name).
+ * `text` with each reference found in `virtual` replaced by its virtual path, and each bare name in the text between
+ * them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name).
  */
-function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: ReadonlyMap<string, string>): string {
+function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: readonly [RegExp, string][]): string {
   const parts: string[] = [];
   let copied = 0;
   if (virtual.size > 0) {
@@ -241,13 +250,9 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
   return parts.join("");
 }
 
-function rewriteBareNames(text: string, bareNames: ReadonlyMap<string, string>): string {
+function rewriteBareNames(text: string, bareNames: readonly [RegExp, string][]): string {
   let out = text;
-  for (const [name, mapped] of bareNames) {
-    // Not inside a longer name, not a directory segment.
-    const pattern = new RegExp(`(?<![${WORD}./-])${escapeRegExp(name)}(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu");
-    out = out.replace(pattern, () => mapped);
-  }
+  for (const [pattern, mapped] of bareNames) out = out.replace(pattern, () => mapped);
   return out;
 }
 

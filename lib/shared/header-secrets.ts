@@ -1,4 +1,5 @@
 import type { HeaderMap } from "./headers";
+import { utf8Text } from "./text";
 
 /**
  * Headers whose values describe the request rather than authorize it; every other header value a call
@@ -42,8 +43,6 @@ const SCHEME = new RegExp(`^${TOKEN} +`);
 /** One `key=value` (value quoted, bare, or empty; `=` only as base64 padding), then a comma or the end. */
 const PARAMETER = new RegExp(`\\s*(${TOKEN})\\s*=\\s*("(?:[^"\\\\]|\\\\.)*"|(?:[^,\\s"=]+=*)?)\\s*(?:,|$)`, "y");
 const BASIC = /^basic +([A-Za-z0-9+/]+={0,2})$/i;
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
-
 /**
  * The credential values a header set carries, in the forms a server may quote them apart: each whole value,
  * the token of a `<scheme> <token>` value, the decoded `user:password` of a Basic value and its password,
@@ -85,16 +84,6 @@ function basicSecrets(value: string, add: (secret: string) => void): void {
   add(decoded);
   const colon = decoded.indexOf(":");
   if (colon >= 0) add(decoded.slice(colon + 1));
-}
-
-/** The bytes as text when they are valid UTF-8 without control characters (else they are no user:password). */
-function utf8Text(bytes: Uint8Array): string | undefined {
-  try {
-    const text = strictUtf8.decode(bytes);
-    return /[\u0000-\u001f\u007f]/.test(text) ? undefined : text;
-  } catch {
-    return undefined;
-  }
 }
 
 function cookieSecrets(value: string, add: (secret: string) => void): void {

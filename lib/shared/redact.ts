@@ -1,10 +1,13 @@
 import { isPlainObject, setOwn } from "./plain-object";
+import { utf8Text } from "./text";
 
 export const REDACTED = "[redacted]";
 
 /** The shortest base64 run worth blanking: shorter ones carry a few bits of a secret and match ordinary text. */
 const MIN_BASE64_RUN = 4;
 const CACHE_LIMIT = 512;
+/** A secret's bytes sit at one of three offsets within base64's 3-byte groups. */
+const BYTE_ALIGNMENTS = 3;
 
 /**
  * Scrubs a fixed set of secret values out of text and JSON-like values, in every form a server might echo
@@ -34,10 +37,20 @@ export class Redactor {
     if (unique.length === 0) return Redactor.none;
     unique.sort();
     const key = JSON.stringify(unique);
-    const redactor = touch(cache, key) ?? new Redactor(buildPattern(unique), withSecretLines(unique).filter(lacksBase64Run));
+    const redactor = touch(cache, key) ?? Redactor.build(unique);
     remember(cache, key, redactor);
     remember(bySpelling, spelled, redactor);
     return redactor;
+  }
+
+  /**
+   * The redactor of these distinct values. Each line of a secret holding line breaks is one too: a server may echo it
+   * a line at a time (one content block or one stderr write per line), and the pieces would meet again only after
+   * each was scrubbed.
+   */
+  private static build(unique: readonly string[]): Redactor {
+    const secrets = withSecretLines(unique);
+    return new Redactor(buildPattern(secrets), secrets.filter(lacksBase64Run));
   }
 
   get isEmpty(): boolean {
@@ -134,22 +147,15 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
 
 /** A run of base64 or base64url digits (with its padding) that may hide an encoded secret. */
 const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/]{2,}={0,2}|[A-Za-z0-9_-]{2,}={0,2})/g;
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
-
 /** The text `digits` (base64 or base64url, unpadded) decode to, when they decode to printable UTF-8. */
 function base64Text(digits: string): string | undefined {
   const whole = digits.length - (digits.length % 4 === 1 ? 1 : 0);
-  try {
-    const text = strictUtf8.decode(Buffer.from(digits.slice(0, whole), "base64"));
-    return /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.test(text) ? undefined : text;
-  } catch {
-    return undefined;
-  }
+  return utf8Text(Buffer.from(digits.slice(0, whole), "base64"), true);
 }
 
-/** Whether a secret is too short for `base64Runs` to give it a run at every alignment. */
+/** Whether a secret is too short for `base64Runs` to give it a run at every byte alignment (in both alphabets). */
 function lacksBase64Run(secret: string): boolean {
-  return base64Runs(secret).length < 6;
+  return base64Runs(secret).length < 2 * BYTE_ALIGNMENTS;
 }
 
 /** `values`, and each non-empty line of those that hold a line break (the same list when none does). */
@@ -167,9 +173,7 @@ export function recordSecrets(record: Readonly<Record<string, unknown>> | undefi
 
 function buildPattern(secrets: readonly string[]): RegExp {
   const alternatives = new Set<string>();
-  // Each line of a secret holding line breaks too: a server may echo it a line at a time (one content block or one
-  // stderr write per line), and the pieces would meet again only after each was scrubbed.
-  for (const secret of withSecretLines(secrets)) {
+  for (const secret of secrets) {
     alternatives.add([...secret].map(charPattern).join(""));
     // Base64 is often wrapped in lines (MIME at 76 columns, PEM at 64): a line break may fall anywhere in the run.
     for (const run of base64Runs(secret)) alternatives.add([...run].map(escapeRegExp).join("(?:\\r?\\n)?"));
@@ -218,7 +222,7 @@ function hexPattern(n: number, width: number): string {
 function base64Runs(secret: string): string[] {
   const bytes = Buffer.from(secret, "utf8");
   const runs: string[] = [];
-  for (let shift = 0; shift < 3; shift += 1) {
+  for (let shift = 0; shift < BYTE_ALIGNMENTS; shift += 1) {
     const encoded = Buffer.concat([Buffer.alloc(shift), bytes]).toString("base64");
     const first = Math.ceil((8 * shift) / 6);
     const last = Math.floor((8 * (shift + bytes.length)) / 6);

@@ -31,3 +31,20 @@ function visibleEscape(char: string): string {
 export function escapeControls(text: string): string {
   return text.replace(UNSAFE_CHARS, visibleEscape);
 }
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+const CONTROLS = /[\u0000-\u001f\u007f]/;
+const CONTROLS_BUT_BREAKS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+
+/**
+ * The bytes as text when they are valid UTF-8 without control characters (tabs and line breaks allowed with
+ * `breaks`), else undefined: decoded bytes that are not text (binary data) are nothing to read.
+ */
+export function utf8Text(bytes: Uint8Array, breaks = false): string | undefined {
+  try {
+    const text = strictUtf8.decode(bytes);
+    return (breaks ? CONTROLS_BUT_BREAKS : CONTROLS).test(text) ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
