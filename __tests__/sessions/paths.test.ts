@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
-import { changedFiles, snapshotWorkspace, translateResultPaths, type PathContext } from "../../lib/sessions";
+import { changedFiles, mayTranslatePaths, snapshotWorkspace, translateResultPaths, type PathContext } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
@@ -125,6 +125,33 @@ describe("path translation", () => {
     expect(uris).toEqual([`${V}/workspace/report.txt`, result.content[1] && (result.content[1] as { uri: string }).uri, "https://example.com/report.txt"]);
   });
 
+  test("paths in structuredContent are rewritten at any depth; bare names, keys and other values stay as they are", async () => {
+    const structuredContent = {
+      saved: `${workspace}/report.txt`,
+      name: "report.txt",
+      nested: { files: [{ path: pathToFileURL(path.join(workspace, "sub/data.csv")).href, size: 1 }, `${workspace}/escape.txt`] },
+      [`${workspace}/report.txt`]: "key",
+      note: `see ${workspace}/report.txt.`,
+      count: 3,
+      none: null,
+    };
+    const result: CallToolResult = { content: [], structuredContent };
+    expect(mayTranslatePaths({ content: [], structuredContent: { saved: `${workspace}/report.txt` } }, context())).toBe(true);
+    const translated = await translateResultPaths(result, context(["report.txt"]));
+    expect(translated.structuredContent).toEqual({
+      saved: `${V}/workspace/report.txt`,
+      name: "report.txt",
+      nested: { files: [{ path: `${V}/workspace/sub/data.csv`, size: 1 }, `${workspace}/escape.txt`] },
+      [`${workspace}/report.txt`]: "key",
+      note: `see ${V}/workspace/report.txt.`,
+      count: 3,
+      none: null,
+    });
+    // Nothing to rewrite: the very same object.
+    const plain = { structuredContent: { name: "report.txt", at: `${workspace}/dir` }, content: [{ type: "text" as const, text: "done" }] };
+    expect((await translateResultPaths(plain, context())).structuredContent).toBe(plain.structuredContent);
+  });
+
   // No timer here: a quadratic scan of these takes minutes, a linear one milliseconds.
   test("a 12 MiB text is scanned in linear time", async () => {
     const big = "0123456789".repeat(1_200_000);
@@ -185,6 +212,14 @@ describe("through a stdio tool in a ToolNode", () => {
       expect.objectContaining({ type: "file", url: `${V}/workspace/out/report.md` }),
     ]);
     expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.md`] });
+  });
+
+  test("a path in structuredContent becomes /mnt/user-data/… in the artifact, and in the text shown when there is no other", async () => {
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out/data.json", content: "{}", structured: true, say: "" }, run);
+    const expected = { path: `${V}/workspace/out/data.json`, name: "data.json", files: [{ path: `${V}/workspace/out/data.json` }] };
+    expect(message.status).toBe("success");
+    expect(JSON.parse(message.content as string)).toEqual(expected);
+    expect(message.artifact).toEqual({ structuredContent: expected, workspace_changes: [`${V}/workspace/out/data.json`] });
   });
 
   test("files under .mcp are not listed; a bare name of the one changed file is rewritten", async () => {

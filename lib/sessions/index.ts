@@ -25,5 +25,5 @@ export {
   type ThreadPaths,
 } from "./workspace";
 export { changedFiles, EXCLUDED_DIR_NAMES, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, snapshotWorkspace, WorkspaceScanner, type WorkspaceScannerOptions, type WorkspaceSnapshot } from "./changes";
-export { translateResultPaths, virtualWorkspaceChanges, type PathContext } from "./paths";
+export { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "./paths";
 export { isExpiredSession } from "./expired";

@@ -2,6 +2,7 @@ import { readdir, realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { isPlainObject, setOwn } from "../shared/plain-object";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** What a stdio result's file references are resolved against. */
@@ -87,13 +88,14 @@ const MAX_REFERENCES = 256;
 type Content = CallToolResult["content"][number];
 
 /**
- * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text, that
+ * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
+ * string of `structuredContent`, that
  * resolves (symlinks followed) to an existing file inside the thread's `user-data` becomes `/mnt/user-data/…`.
  * Anything else (outside, a symlink escaping, a directory, missing, remote) is left unchanged; nothing is copied.
  */
 export async function translateResultPaths(result: CallToolResult, ctx: PathContext): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
-  const references = resultReferences(items);
+  const references = resultReferences(result);
   if (references.size === 0 && ctx.changed.length === 0) return result;
   const root = await realpath(ctx.userData).catch(() => null);
   if (root === null) return result;
@@ -116,7 +118,11 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
     }
     return item;
   });
-  return { ...result, content };
+  // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
+  const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
+    ? mapStrings(result.structuredContent, (text) => rewriteText(text, virtual, []))
+    : result.structuredContent;
+  return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
 
 /**
@@ -142,11 +148,12 @@ async function likelyFirst(references: ReadonlySet<string>, ctx: PathContext, ro
  * changed files. Synchronous, so the usual result skips the file system and a promise.
  */
 export function mayTranslatePaths(result: CallToolResult, ctx: PathContext): boolean {
-  return ctx.changed.length > 0 || resultReferences(Array.isArray(result.content) ? result.content : []).size > 0;
+  return ctx.changed.length > 0 || resultReferences(result).size > 0;
 }
 
-function resultReferences(items: readonly Content[]): Set<string> {
+function resultReferences(result: CallToolResult): Set<string> {
   const references = new Set<string>();
+  const items = Array.isArray(result.content) ? result.content : [];
   for (const item of items) {
     if (item.type === "text") collectReferences(item.text, references);
     else if (item.type === "resource_link") references.add(item.uri);
@@ -154,7 +161,38 @@ function resultReferences(items: readonly Content[]): Set<string> {
       collectReferences(item.resource.text, references);
     }
   }
+  if (isPlainObject(result.structuredContent)) {
+    mapStrings(result.structuredContent, (text) => {
+      collectReferences(text, references);
+      return text;
+    });
+  }
   return references;
+}
+
+/**
+ * `value` (JSON data) with `rewrite` applied to each string in it, at any depth; keys are kept. Only what changed is
+ * rebuilt: an untouched object or array is returned as it is.
+ */
+function mapStrings(value: unknown, rewrite: (text: string) => string): unknown {
+  if (typeof value === "string") return rewrite(value);
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    value.forEach((item: unknown, i) => {
+      const mapped = mapStrings(item, rewrite);
+      if (mapped !== item) (out ??= [...value])[i] = mapped;
+    });
+    return out ?? value;
+  }
+  if (!isPlainObject(value)) return value;
+  let out: Record<string, unknown> | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const mapped = mapStrings(item, rewrite);
+    if (mapped === item) continue;
+    out ??= Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Record<string, unknown>, value);
+    setOwn(out, key, mapped);
+  }
+  return out ?? value;
 }
 
 /** Each reference in a path token, without trailing punctuation, with its offset in the token. */
