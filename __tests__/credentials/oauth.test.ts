@@ -197,6 +197,41 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     }
   });
 
+  test("an endless or oversized token answer is refused after 1 MiB, neither held whole nor waited for", async () => {
+    // /endless streams forever; /declared announces 2 MB and sends nothing; /error is an HTTP 400 streaming forever.
+    const streaming = createHttpServer((req, res) => {
+      if (req.url === "/declared") {
+        res.writeHead(200, { "Content-Type": "application/json", "Content-Length": "2000000" });
+        res.write("{");
+        return;
+      }
+      res.writeHead(req.url === "/error" ? 400 : 200, { "Content-Type": "application/json" });
+      const chunk = `{"error":"invalid_grant",${" ".repeat(64 * 1024)}`;
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk));
+        if (!res.destroyed) res.once("drain", pump);
+      };
+      pump();
+    });
+    await new Promise<void>((resolve) => streaming.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(streaming.address() as AddressInfo).port}`;
+    try {
+      // A timeout the test would see instead if the body were read to its end.
+      const manager = new OAuthTokenManager({ requestTimeoutMs: 20_000 });
+      for (const path of ["/endless", "/declared"]) {
+        await expect(manager.getAuthorizationHeader("srv", oauthConfig({ token_url: `${base}${path}` }))).rejects.toThrow(
+          "OAuth token request of MCP server 'srv' failed: the token response is larger than 1048576 bytes",
+        );
+      }
+      await expect(manager.getAuthorizationHeader("srv", oauthConfig({ token_url: `${base}/error` }))).rejects.toThrow(
+        /^OAuth token request of MCP server 'srv' failed: the token endpoint answered HTTP 400$/,
+      );
+    } finally {
+      streaming.closeAllConnections();
+      await new Promise((resolve) => streaming.close(resolve));
+    }
+  });
+
   test("a changed oauth block starts over; the same block (a reload) keeps the cached token", async () => {
     const manager = new OAuthTokenManager();
     const start = tokens.requests.length;

@@ -10,7 +10,7 @@ export const DEFAULT_EARLY_REFRESH_WAIT_MS = 1_000;
 /** After an early refresh failed, calls use the token in hand for this long before one asks again. */
 export const EARLY_REFRESH_RETRY_MS = 5_000;
 const DEFAULT_EXPIRES_IN_SECONDS = 3600;
-const MAX_TOKEN_RESPONSE_CHARS = 1_048_576;
+const MAX_TOKEN_RESPONSE_BYTES = 1_048_576;
 /** An OAuth `error` code (RFC 6749 §5.2) is safe to show; anything else in the body is not. */
 const OAUTH_ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -149,7 +149,7 @@ export class OAuthTokenManager {
   private async post(serverName: string, url: string, body: URLSearchParams): Promise<string> {
     const where = `OAuth token request of MCP server '${serverName}'`;
     let response: Response;
-    let text: string;
+    let text: string | null;
     try {
       ({ response, text } = await withDeadline(async (signal) => {
         const res = await this.fetchImpl(url, {
@@ -160,21 +160,46 @@ export class OAuthTokenManager {
           // A redirect would re-send the client secret or refresh token to wherever it points: it is an error.
           redirect: "manual",
         });
-        return { response: res, text: await res.text() };
+        return { response: res, text: await boundedText(res, MAX_TOKEN_RESPONSE_BYTES) };
       }, this.timeoutMs));
     } catch (err) {
       if (err instanceof DeadlineExceededError) throw ownText(new CredentialError(`${where} ${err.message}`));
       throw ownText(new CredentialError(`${where} failed: ${networkReason(err)}`));
     }
     if (!response.ok) {
-      const code = oauthErrorCode(text);
+      const code = text === null ? undefined : oauthErrorCode(text);
       throw ownText(new CredentialError(
         `${where} failed: the token endpoint answered HTTP ${response.status}${code ? ` (error '${code}')` : ""}`,
       ));
     }
-    if (text.length > MAX_TOKEN_RESPONSE_CHARS) throw ownText(new CredentialError(`${where} failed: the token response is too large`));
+    if (text === null) throw ownText(new CredentialError(`${where} failed: the token response is larger than ${MAX_TOKEN_RESPONSE_BYTES} bytes`));
     return text;
   }
+}
+
+/**
+ * The body as text, or `null` when it is longer than `maxBytes`: read no further than that (an endless or huge answer
+ * is neither held whole nor waited for), and not at all when its Content-Length already says so.
+ */
+async function boundedText(response: Response, maxBytes: number): Promise<string | null> {
+  const body = response.body;
+  if (body === null) return "";
+  if (Number(response.headers.get("content-length") ?? 0) > maxBytes) {
+    await body.cancel().catch(() => undefined);
+    return null;
+  }
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (let next = await reader.read(); !next.done; next = await reader.read()) {
+    size += next.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(next.value);
+  }
+  return Buffer.concat(chunks, size).toString("utf8");
 }
 
 function tokenRequestBody(serverName: string, config: McpOAuthConfig, refreshToken: string | null): URLSearchParams {
