@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { mkdir, writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolkit, type McpToolkitOptions } from "../../lib";
+import { buildCustomInterceptor, DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS, InterceptorSpecError } from "../../lib/credentials";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
@@ -22,6 +23,7 @@ exports.buildOverride = () => async (request, next) =>
 exports.buildNothing = () => null;
 exports.buildBroken = () => { throw new Error("builder exploded"); };
 exports.buildNumber = () => 42;
+exports.buildHanging = () => new Promise(() => {});
 exports.notABuilder = "text";
 `;
 
@@ -51,10 +53,10 @@ function server(extra: object = {}) {
   };
 }
 
-async function toolkitWith(mcpInterceptors: unknown, file = "extensions_config.json") {
+async function toolkitWith(mcpInterceptors: unknown, file = "extensions_config.json", options: Partial<McpToolkitOptions> = {}) {
   const configPath = await writeConfig(dir, { mcpServers: { remote: server() }, mcpInterceptors }, file);
   const logger = new RecordingLogger();
-  const toolkit = createMcpToolkit({ configPath, env: {}, logger });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger, ...options });
   toolkits.push(toolkit);
   return { toolkit, logger, configPath };
 }
@@ -89,6 +91,28 @@ describe("mcpInterceptors loaded from 'module:export' strings", () => {
     );
     expect(warnings.some((w) => w.includes("buildNothing"))).toBe(false);
     expect(logger.messages("info")).toContain("Loaded MCP interceptor './lib/interceptors.js:buildTagger'");
+  });
+
+  test("an entry whose builder never finishes is skipped after interceptorLoadSeconds; the rest still run", async () => {
+    const { toolkit, logger } = await toolkitWith(
+      ["./lib/interceptors.js:buildHanging", "./lib/interceptors.js:buildTagger"],
+      "extensions_config.json",
+      { interceptorLoadSeconds: 0.2 },
+    );
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const message = await callThroughGraph(graph, "remote_echo", { text: "custom-hang" }, { context: { user_id: "alice" } });
+    expect(message.content).toBe("custom-hang [tagged]");
+    expect(logger.messages("warn")).toContain(
+      "MCP interceptor './lib/interceptors.js:buildHanging': the builder did not finish within 0.2 s; skipping it",
+    );
+  });
+
+  test("check loads an entry as startup does, with the same bound (30 s by default)", async () => {
+    expect(DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS).toBe(30_000);
+    const configPath = path.join(dir, "extensions_config.json");
+    const failure = await buildCustomInterceptor("./lib/interceptors.js:buildHanging", configPath, 100).catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(InterceptorSpecError);
+    expect((failure as InterceptorSpecError).reason).toBe("the builder did not finish within 0.1 s");
   });
 
   test("custom interceptors run innermost: they see the credential layers' headers, and their overrides win", async () => {

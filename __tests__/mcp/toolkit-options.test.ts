@@ -23,7 +23,12 @@ describe("toolkit options are checked at construction", () => {
     },
   );
 
+  test.each([0, -1, Number.NaN, MAX_TIMER_SECONDS + 1])("interceptorLoadSeconds %p is a RangeError naming the option", (value) => {
+    expect(build({ interceptorLoadSeconds: value })).toThrow(/^McpToolkitOptions\.interceptorLoadSeconds must be a number of seconds above 0/);
+  });
+
   test("values at the limits are accepted", () => {
+    expect(build({ interceptorLoadSeconds: MAX_TIMER_SECONDS })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: MAX_TIMER_SECONDS })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: null })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: 0.2 })).not.toThrow();

@@ -1,11 +1,18 @@
 import { createRequire } from "node:module";
 import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
+import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import type { Logger } from "../shared/logger";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { boundText } from "../shared/text";
 
 const REASON_MAX_CHARS = 300;
+
+/**
+ * How long one entry may take to load: its module's import and its builder (a builder may fetch a secret first). One
+ * that takes longer is skipped, so a hung builder holds neither the tools nor `check` for ever.
+ */
+export const DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS = 30_000;
 
 /** `mcpInterceptors` as the config holds it: one string, a list, or nothing. */
 export function interceptorSpecs(value: string | readonly string[] | null | undefined): string[] {
@@ -99,22 +106,33 @@ export function resolveInterceptorSpec(spec: string, configPath: string | null):
  * Loads one entry as startup does: resolve, import, call the builder. Returns the interceptor, or `null`
  * when the builder returned nothing; throws an `InterceptorSpecError` for everything that skips the entry.
  */
-export async function buildCustomInterceptor(spec: string, configPath: string | null): Promise<McpToolInterceptor | null> {
+export async function buildCustomInterceptor(
+  spec: string,
+  configPath: string | null,
+  timeoutMs: number = DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS,
+): Promise<McpToolInterceptor | null> {
   const resolved = resolveInterceptorSpec(spec, configPath);
   let builder: unknown;
   let interceptor: unknown;
   try {
-    builder = exportOf(await loadModule(resolved.path, requireFor(createRequire(resolved.path))), resolved.exportName);
-    if (typeof builder !== "function") {
-      throw new InterceptorSpecError(
-        spec,
-        `the module has no function export '${resolved.exportName}'`,
-        `MCP interceptor '${spec}': the module has no function export '${resolved.exportName}'; skipping it`,
-      );
-    }
-    interceptor = await (builder as () => unknown)();
+    interceptor = await withDeadline(async () => {
+      builder = exportOf(await loadModule(resolved.path, requireFor(createRequire(resolved.path))), resolved.exportName);
+      if (typeof builder !== "function") {
+        throw new InterceptorSpecError(
+          spec,
+          `the module has no function export '${resolved.exportName}'`,
+          `MCP interceptor '${spec}': the module has no function export '${resolved.exportName}'; skipping it`,
+        );
+      }
+      return (builder as () => unknown)();
+    }, timeoutMs);
   } catch (err) {
     if (err instanceof InterceptorSpecError) throw err;
+    if (err instanceof DeadlineExceededError) {
+      const stage = typeof builder === "function" ? "the builder" : "the module";
+      const reason = `${stage} did not finish within ${err.timeoutMs / 1000} s`;
+      throw new InterceptorSpecError(spec, reason, `MCP interceptor '${spec}': ${reason}; skipping it`);
+    }
     const reason = reasonOf(err);
     const stage = typeof builder === "function" ? "the builder failed" : "the module cannot be loaded";
     throw new InterceptorSpecError(spec, `${stage}: ${reason}`, `Failed to load MCP interceptor '${spec}'; skipping it: ${reason}`);
@@ -134,17 +152,18 @@ export async function buildCustomInterceptor(spec: string, configPath: string | 
  * Loads the custom interceptors of `mcpInterceptors` (SPEC §4.2): each entry is `"module:export"`, the
  * module resolved relative to the config file (a relative path, or a package visible from there); the export
  * is a builder called with no arguments that returns an interceptor, or `null` to contribute nothing.
- * An entry that fails to load is logged and skipped; the others still load.
+ * An entry that fails to load, or takes longer than `timeoutMs`, is logged and skipped; the others still load.
  */
 export async function loadCustomInterceptors(
   specs: readonly string[],
   configPath: string | null,
   logger: Logger,
+  timeoutMs: number = DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS,
 ): Promise<McpToolInterceptor[]> {
   const loaded: McpToolInterceptor[] = [];
   for (const spec of specs) {
     try {
-      const interceptor = await buildCustomInterceptor(spec, configPath);
+      const interceptor = await buildCustomInterceptor(spec, configPath, timeoutMs);
       if (interceptor === null) {
         logger.debug(`MCP interceptor builder '${spec}' returned nothing; skipping it`);
       } else {

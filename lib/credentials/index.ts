@@ -22,6 +22,7 @@ export { contextHeadersInterceptor } from "./context-headers";
 export { credentialLayers, ServerHeaders, StdioLayerWarnings, type CredentialLayers } from "./layers";
 export {
   buildCustomInterceptor,
+  DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS,
   interceptorSpecs,
   InterceptorSpecError,
   loadCustomInterceptors,

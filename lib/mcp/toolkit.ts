@@ -85,6 +85,11 @@ export interface McpToolkitOptions {
    */
   dataDir?: string;
   /**
+   * Seconds one `mcpInterceptors` entry may take to load, its module's import and its builder together (default 30,
+   * at most `MAX_TIMER_SECONDS`). One that takes longer is skipped with a warning, like one that fails.
+   */
+  interceptorLoadSeconds?: number;
+  /**
    * The durable task runtime (`createTaskRuntime`): required when an enabled server declares `task_toolsets`.
    * Its submit tools become wrappers that return a local task id at once, its status/cancel tools are hidden,
    * and the runtime's own calls (status polls, cancels) run through this toolkit's sessions.
@@ -99,6 +104,10 @@ function checkToolkitOptions(options: McpToolkitOptions): void {
     throw new RangeError(
       `McpToolkitOptions.httpSessionIdleSeconds must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS} (about 24.8 days), or null to never close idle sessions`,
     );
+  }
+  const load = options.interceptorLoadSeconds;
+  if (load !== undefined && !(typeof load === "number" && load > 0 && load <= MAX_TIMER_SECONDS)) {
+    throw new RangeError(`McpToolkitOptions.interceptorLoadSeconds must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS}`);
   }
   for (const name of ["maxHttpSessionsPerServer", "maxResultChars", "stdioMaxMessageBytes", "maxStdioSessions"] as const) {
     const value = options[name];
@@ -567,7 +576,11 @@ export class McpToolkit {
     const specs = interceptorSpecs(value);
     const dir = path === null ? null : nodePath.dirname(path);
     const frozen = this.custom;
-    if (!frozen) return { specs, dir, interceptors: await loadCustomInterceptors(specs, path, this.logger) };
+    if (!frozen) {
+      const seconds = this.options.interceptorLoadSeconds;
+      const interceptors = await loadCustomInterceptors(specs, path, this.logger, seconds === undefined ? undefined : seconds * 1000);
+      return { specs, dir, interceptors };
+    }
     const sameSpecs = JSON.stringify(frozen.specs) === JSON.stringify(specs);
     if (sameSpecs && (specs.length === 0 || frozen.dir === dir)) return frozen;
     const describe = (list: readonly string[]) => (list.length === 0 ? "none" : list.map((spec) => `'${spec}'`).join(", "));
