@@ -62,6 +62,16 @@ describe("path translation", () => {
     ["a ../ path to user-data outside the workspace", () => "read ../outputs.txt!", `read ${V}/outputs.txt!`],
     ["a symlink inside that points inside", () => `link ${workspace}/alias.txt`, `link ${V}/workspace/report.txt`],
     ["'..' after a link, read after the link is followed", () => "see in/../report.txt", `see ${V}/workspace/report.txt`],
+    [
+      "a path after a quoted URL with no space between (JSON)",
+      () => `{"source":"https://example.com/data.csv","saved":"${workspace}/report.txt"}`,
+      `{"source":"https://example.com/data.csv","saved":"${V}/workspace/report.txt"}`,
+    ],
+    [
+      "a path after a URL in HTML",
+      () => `<a href="https://example.com/x?f=/y">${workspace}/report.txt</a>`,
+      `<a href="https://example.com/x?f=/y">${V}/workspace/report.txt</a>`,
+    ],
   ])("rewritten: %s", async (_name, input, expected) => {
     expect(await text(input())).toBe(expected);
   });
@@ -91,6 +101,15 @@ describe("path translation", () => {
     expect(await text("wrote x.txt", ["a/x.txt", "b/x.txt"])).toBe("wrote x.txt");
     expect(await text("wrote report.txt", [])).toBe("wrote report.txt");
     expect(await text("wrote été2024.csv and 2024.csv", ["2024.csv"])).toBe(`wrote été2024.csv and ${V}/workspace/2024.csv`);
+  });
+
+  test("a bare name is not rewritten inside a URL (its query or fragment), only outside it", async () => {
+    expect(await text("download https://example.com/get?name=report.txt#report.txt, then open report.txt", ["report.txt"])).toBe(
+      `download https://example.com/get?name=report.txt#report.txt, then open ${V}/workspace/report.txt`,
+    );
+    expect(await text(`"https://example.com/?f=report.txt" saved ${workspace}/sub/data.csv and report.txt`, ["report.txt"])).toBe(
+      `"https://example.com/?f=report.txt" saved ${V}/workspace/sub/data.csv and ${V}/workspace/report.txt`,
+    );
   });
 
   test("a bare name is not rewritten inside a path just rewritten", async () => {
@@ -147,6 +166,12 @@ describe("path translation", () => {
       count: 3,
       none: null,
     });
+    // A key "__proto__" (JSON.parse makes it an own key) stays a key of the copy.
+    const withProto = JSON.parse(`{"__proto__":{"k":"v"},"p":"${workspace}/report.txt"}`) as Record<string, unknown>;
+    const copied = (await translateResultPaths({ content: [], structuredContent: withProto }, context())).structuredContent!;
+    expect(Object.getPrototypeOf(copied)).toBe(Object.prototype);
+    expect(Object.keys(copied)).toEqual(["__proto__", "p"]);
+    expect(copied.p).toBe(`${V}/workspace/report.txt`);
     // Nothing to rewrite: the very same object.
     const plain = { structuredContent: { name: "report.txt", at: `${workspace}/dir` }, content: [{ type: "text" as const, text: "done" }] };
     expect((await translateResultPaths(plain, context())).structuredContent).toBe(plain.structuredContent);

@@ -47,23 +47,35 @@ function isSeparator(code: number): boolean {
 
 const SLASH = 0x2f;
 
+/** Characters a URL cannot hold unescaped that end one: `"https://a/b","/x"` is a URL, then a path of its own. */
+const URL_END = new Uint8Array(128);
+for (const c of "'\"<>|") URL_END[c.charCodeAt(0)] = 1;
+
+function endsUrl(code: number): boolean {
+  return code === -1 || (code < 128 && URL_END[code] === 1) || isWhitespace(code);
+}
+
 /**
  * Calls `visit(start, end)` for each maximal run of non-separator characters that holds a `/` and may be a path. Not in
- * a URL: from a `scheme://` on (other than `file://`), up to the next whitespace, nothing is visited, so the path in
- * `https://host/?p=/x` (its query split off at `?`) stays part of its URL.
+ * a URL: from a `scheme://` on (other than `file://`), up to the next whitespace or quote (`'"<>|`), nothing is visited,
+ * so the path in `https://host/?p=/x` (its query split off at `?`) stays part of its URL; `onUrl(start, end)` hears
+ * each such span (from its `:`).
  */
-function forEachPathToken(text: string, visit: (start: number, end: number) => void): void {
+function forEachPathToken(text: string, visit: (start: number, end: number) => void, onUrl?: (start: number, end: number) => void): void {
   let start = -1;
   let slash = false;
-  let inUrl = false;
+  let urlStart = -1;
   for (let i = 0; i <= text.length; i += 1) {
     const code = i === text.length ? -1 : text.charCodeAt(i);
-    if (code === COLON && !inUrl && text.startsWith("//", i + 1) && !isFileScheme(text, i)) inUrl = true;
+    if (code === COLON && urlStart < 0 && text.startsWith("//", i + 1) && !isFileScheme(text, i)) urlStart = i;
     if (code === -1 || isSeparator(code)) {
-      if (start >= 0 && slash && !inUrl && i - start <= MAX_TOKEN_CHARS) visit(start, i);
+      if (start >= 0 && slash && urlStart < 0 && i - start <= MAX_TOKEN_CHARS) visit(start, i);
       start = -1;
       slash = false;
-      if (code === -1 || isWhitespace(code)) inUrl = false;
+      if (urlStart >= 0 && endsUrl(code)) {
+        onUrl?.(urlStart, i);
+        urlStart = -1;
+      }
     } else {
       if (start < 0) start = i;
       if (code === SLASH) slash = true;
@@ -189,7 +201,10 @@ function mapStrings(value: unknown, rewrite: (text: string) => string): unknown 
   for (const [key, item] of Object.entries(value)) {
     const mapped = mapStrings(item, rewrite);
     if (mapped === item) continue;
-    out ??= Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Record<string, unknown>, value);
+    if (out === undefined) {
+      out = Object.create(Object.getPrototypeOf(value) as object | null) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(value)) setOwn(out, k, v);
+    }
     setOwn(out, key, mapped);
   }
   return out ?? value;
@@ -268,23 +283,41 @@ function bareNamePatterns(bareNames: ReadonlyMap<string, string>): [RegExp, stri
 
 /**
  * `text` with each reference found in `virtual` replaced by its virtual path, and each bare name in the text between
- * them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name).
+ * them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name; never in a URL:
+ * `?name=report.txt` stays).
  */
 function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: readonly [RegExp, string][]): string {
+  if (virtual.size === 0 && bareNames.length === 0) return text;
   const parts: string[] = [];
+  const urls: [number, number][] = [];
   let copied = 0;
-  if (virtual.size > 0) {
-    forEachPathToken(text, (start, end) => {
+  let nextUrl = 0;
+  // Copies text up to `end`, its URLs as they are. A reference is never in a URL, so every URL before it has ended.
+  const copyTo = (end: number) => {
+    for (; nextUrl < urls.length && urls[nextUrl][0] < end; nextUrl += 1) {
+      const [from, to] = urls[nextUrl];
+      if (from > copied) parts.push(rewriteBareNames(text.slice(copied, from), bareNames));
+      parts.push(text.slice(Math.max(from, copied), to));
+      copied = Math.max(copied, to);
+    }
+    if (end > copied) parts.push(rewriteBareNames(text.slice(copied, end), bareNames));
+    copied = Math.max(copied, end);
+  };
+  forEachPathToken(
+    text,
+    (start, end) => {
+      if (virtual.size === 0) return;
       forEachMatch(text.slice(start, end), (reference, at) => {
         const mapped = virtual.get(reference);
         if (mapped === undefined) return;
-        parts.push(rewriteBareNames(text.slice(copied, start + at), bareNames), mapped);
+        copyTo(start + at);
+        parts.push(mapped);
         copied = start + at + reference.length;
       });
-    });
-  }
-  if (copied === 0) return rewriteBareNames(text, bareNames);
-  parts.push(rewriteBareNames(text.slice(copied), bareNames));
+    },
+    (from, to) => urls.push([from, to]),
+  );
+  copyTo(text.length);
   return parts.join("");
 }
 
