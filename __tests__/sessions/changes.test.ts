@@ -152,6 +152,31 @@ describe("WorkspaceScanner", () => {
     expect(large?.size).toBe(1002);
   });
 
+  test("a tree over the in-place budget is walked off the event loop, keeping no listings, until it is small again", async () => {
+    const root = await workspace();
+    await mkdir(path.join(root, "many"));
+    await Promise.all(Array.from({ length: 300 }, (_, i) => writeFile(path.join(root, "many", `f${i}.txt`), "x")));
+    const { scanner, reads } = countingScanner(root, SETTLED);
+    let before = await scanner.snapshot();
+    expect(before?.size).toBe(302);
+    reads.length = 0;
+    for (let i = 0; i < 20; i += 1) {
+      await mkdir(path.join(root, `tmp-${i}`));
+      await writeFile(path.join(root, `tmp-${i}`, "a"), "x");
+      const after = await scanner.snapshot();
+      expect(changedFiles(before, after)).toEqual([path.join(root, `tmp-${i}`, "a")]);
+      await rm(path.join(root, `tmp-${i}`), { recursive: true });
+      before = await scanner.snapshot();
+    }
+    // No walk in place was begun (it would read folders up to its budget first) and no listing was kept.
+    expect(reads).toEqual([]);
+    expect(scanner.rememberedFolders).toBe(0);
+    await rm(path.join(root, "many"), { recursive: true });
+    await scanner.snapshot(); // off the loop once more: it finds the tree small
+    expect(scanner.snapshotInPlace()?.size).toBe(2);
+    expect(scanner.rememberedFolders).toBe(3);
+  });
+
   test(`a tree of more than ${MAX_SNAPSHOT_ENTRIES} entries is not listed, by either walk`, async () => {
     const root = await workspace();
     await mkdir(path.join(root, "huge"));

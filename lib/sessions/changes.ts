@@ -162,6 +162,12 @@ const STAT_BATCH = 256;
 export class WorkspaceScanner {
   private readonly listings = new Map<string, Listing>();
   private generation = 0;
+  /**
+   * Whether the last walk found the tree over `SYNC_WALK_ENTRIES`: then it goes off the event loop straight away,
+   * without listings (a partial walk in place would stat up to the budget first, and keep listings it never prunes),
+   * until a walk finds it small again.
+   */
+  private large = false;
 
   private readonly now: () => number;
   private readonly readDir: (dir: string, limit: number) => Dirent[];
@@ -188,6 +194,7 @@ export class WorkspaceScanner {
    * `snapshotLarge()` walks it without blocking). Lets a caller skip a promise per call for the usual small tree.
    */
   snapshotInPlace(): WorkspaceSnapshot | undefined {
+    if (this.large) return undefined;
     let files: Map<string, string> | undefined;
     const generation = ++this.generation;
     let digests: DigestBudget | undefined;
@@ -196,12 +203,12 @@ export class WorkspaceScanner {
     const pending = [this.root];
     for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
       const listing = this.list(dir, budget);
-      if (listing === TOO_LARGE) return undefined;
+      if (listing === TOO_LARGE) return this.becameLarge();
       if (listing === null) continue; // vanished or unreadable: nothing to list there
       if (listing.seen === 0) reread = true;
       listing.seen = generation;
       budget -= listing.entries;
-      if (budget < 0) return undefined;
+      if (budget < 0) return this.becameLarge();
       for (const sub of listing.dirs) pending.push(sub);
       for (const file of listing.files) {
         try {
@@ -217,6 +224,12 @@ export class WorkspaceScanner {
     // A folder read again may have lost subfolders: forget the listings this walk did not reach.
     if (reread) for (const [dir, listing] of this.listings) if (listing.seen !== generation) this.listings.delete(dir);
     return files ?? EMPTY_SNAPSHOT;
+  }
+
+  /** The walk in place gave up: its partial listings are dropped (the walks off the loop keep none). */
+  private becameLarge(): undefined {
+    this.listings.clear();
+    return undefined;
   }
 
   /** The folder's listing; `TOO_LARGE` when it has more than `budget` entries (then it is neither read whole nor kept). */
@@ -255,8 +268,10 @@ export class WorkspaceScanner {
   }
 
   /** The walk through the thread pool, for a tree too large for `snapshotInPlace()`. */
-  snapshotLarge(): Promise<WorkspaceSnapshot> {
-    return snapshotAsync(this.root, new DigestBudget(this.now() - SETTLED_LISTING_MS));
+  async snapshotLarge(): Promise<WorkspaceSnapshot> {
+    const walked = await snapshotAsync(this.root, new DigestBudget(this.now() - SETTLED_LISTING_MS));
+    this.large = walked === null || walked.entries > SYNC_WALK_ENTRIES;
+    return walked?.files ?? null;
   }
 }
 
@@ -265,7 +280,8 @@ export async function snapshotWorkspace(root: string): Promise<WorkspaceSnapshot
   return new WorkspaceScanner(root).snapshot();
 }
 
-async function snapshotAsync(root: string, digests: DigestBudget): Promise<WorkspaceSnapshot> {
+/** The files of the tree with the count of entries read, or `null` past `MAX_SNAPSHOT_ENTRIES`. */
+async function snapshotAsync(root: string, digests: DigestBudget): Promise<{ files: Map<string, string>; entries: number } | null> {
   const files = new Map<string, string>();
   let budget = MAX_SNAPSHOT_ENTRIES;
   const walk = async (dir: string): Promise<boolean> => {
@@ -299,7 +315,7 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<Works
     for (const sub of subdirs) if (!(await walk(sub))) return false;
     return true;
   };
-  return (await walk(root)) ? files : null;
+  return (await walk(root)) ? { files, entries: MAX_SNAPSHOT_ENTRIES - budget } : null;
 }
 
 /**
