@@ -247,6 +247,17 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.artifact).toEqual({ structuredContent: expected, workspace_changes: [`${V}/workspace/out/data.json`] });
   });
 
+  test("a direct call in a thread's scope (a durable task's poll) has its paths rewritten too", async () => {
+    const outcome = (await toolkit.callTool({
+      server: "local",
+      tool: "write_file",
+      args: { path: "task/out.txt", content: "x", structured: true },
+      scope: { userId: "u", threadId: "write" },
+    })) as CallToolResult;
+    expect(outcome.content).toEqual([{ type: "text", text: `wrote ${V}/workspace/task/out.txt` }]);
+    expect(outcome.structuredContent).toEqual(expect.objectContaining({ path: `${V}/workspace/task/out.txt` }));
+  });
+
   test("files under .mcp are not listed; a bare name of the one changed file is rewritten", async () => {
     const scratch = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/scratch.txt", content: "x", say: "done" }, run);
     expect(scratch.content).toBe("done");

@@ -282,6 +282,12 @@ export interface CallWorkspace {
   context?: PathContext;
 }
 
+/** A stdio result with the file references of its thread workspace shown as `/mnt/user-data/…` (SPEC §5.1). */
+export function withTranslatedPaths(result: CallToolResult, workspace: CallWorkspace): Promise<CallToolResult> | CallToolResult {
+  const context = workspace.context;
+  return context && mayTranslatePaths(result, context) ? translateResultPaths(result, context) : result;
+}
+
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
   if (!context || context.changed.length === 0) return converted;
   return { ...converted, artifact: { ...converted.artifact, workspace_changes: virtualWorkspaceChanges(context) } };
@@ -316,9 +322,8 @@ export async function runToolCall(
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
     // An interceptor's ToolMessage or Command is the tool's output as it is.
     if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    const context = workspace.context;
-    const result = context && mayTranslatePaths(outcome, context) ? await translateResultPaths(outcome, context) : outcome;
-    return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, context);
+    const result = await withTranslatedPaths(outcome, workspace);
+    return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());

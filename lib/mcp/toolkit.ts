@@ -1,6 +1,8 @@
 import * as nodePath from "node:path";
+import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { DynamicStructuredTool, ToolRuntime } from "@langchain/core/tools";
+import { isCommand } from "@langchain/langgraph";
 import {
   ConfigFileNotFoundError,
   getConfigSignature,
@@ -27,7 +29,7 @@ import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
-import { runDirectCall, runToolCall, toolErrorOutput, type CallPathOptions } from "./call";
+import { runDirectCall, runToolCall, toolErrorOutput, withTranslatedPaths, type CallPathOptions, type CallWorkspace } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -485,7 +487,8 @@ export class McpToolkit {
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     const opts = requestScoped ? entry.requestScoped : entry.serverLevel;
     const remembered = call.rememberedSecrets ?? [];
-    return runDirectCall(
+    const workspace: CallWorkspace = {};
+    const outcome = await runDirectCall(
       {
         pool: generation.pool,
         server: entry.config,
@@ -497,10 +500,12 @@ export class McpToolkit {
       runtime,
       call.signal ?? runtime?.signal,
       remembered.length === 0 ? opts : { ...opts, secrets: [...opts.secrets, ...remembered] },
-      {},
+      workspace,
       call.onCarriedSecrets,
       call.onUnscrubbed,
     );
+    // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
+    return isCommand(outcome) || ToolMessage.isInstance(outcome) ? outcome : withTranslatedPaths(outcome, workspace);
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
