@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, test } from "@jest/globals";
 import { migrate, openTaskDatabase, TASK_COLUMNS, type Db } from "../../../lib/tasks";
-import { ManualClock, openStore, targets } from "./helpers";
+import { ManualClock, openStore, seedTask, targets } from "./helpers";
 
 async function columns(db: Db): Promise<string[]> {
   const rows =
@@ -51,6 +51,26 @@ describe.each(targets())("migrations on $name", (target) => {
       expect(String(t.sql)).toContain("CONSTRAINT uq_mcp_tasks_user_server_remote UNIQUE (user_id, server_name, remote_task_id)");
     }
     await db.close();
+  });
+
+  test("a column a newer version adds while this one runs (a rolling upgrade) breaks none of its statements", async () => {
+    const url = await target.fresh();
+    const clock = new ManualClock();
+    // One connection: its named (prepared) statements are the ones used again after the change.
+    const store = await openStore(url, clock, { poolSize: 1 });
+    const lease = { leaseSeconds: 30, limit: 10 };
+    const first = await seedTask(store, { nextPollAt: clock.now() });
+    expect(await store.claimDuePolls({ leaseOwner: "w1", ...lease })).toHaveLength(1);
+    const { db } = await openTaskDatabase({ url });
+    await db.rows("ALTER TABLE mcp_tasks ADD COLUMN added_by_a_newer_version TEXT");
+    await db.close();
+    const second = await seedTask(store, { nextPollAt: clock.now() });
+    clock.advance(60);
+    const claimed = await store.claimDuePolls({ leaseOwner: "w2", ...lease });
+    expect(claimed.map((r) => r.id).sort()).toEqual([first.id, second.id].sort());
+    expect(Object.keys(claimed[0])).not.toContain("added_by_a_newer_version");
+    expect((await store.get(first.id, first.user_id))?.lease_owner).toBe("w2");
+    await store.close();
   });
 
   test("a database created at the first migration upgrades in place, keeping its rows and backfilling their events", async () => {

@@ -13,6 +13,12 @@ const POLLABLE = list(POLLABLE_TASK_STATUSES);
 const TERMINAL = list(TERMINAL_TASK_STATUSES);
 const IN_FLIGHT = list(IN_FLIGHT_NOTIFICATION_STATUSES);
 const CLAIMABLE_NOTIFICATIONS = list(CLAIMABLE_NOTIFICATION_STATUSES);
+/**
+ * The columns a row is read with, named: never `*`. PostgreSQL keeps a named prepared statement per connection, and
+ * one that returns `*` fails with "cached plan must not change result type" (0A000) once a column is added to the
+ * table, as a newer version's migration does while this one still runs (a rolling upgrade).
+ */
+const COLUMNS = TASK_COLUMNS.join(", ");
 
 /** Parameter casts: PostgreSQL needs a type where a parameter meets `IS NULL`, `CASE` or `VALUES`. */
 export interface Casts {
@@ -92,17 +98,17 @@ export class TaskSql {
     const values = TASK_COLUMNS.map((col, i) =>
       col.endsWith("_at") ? c.ts(i + 1) : json.has(col) ? c.json(i + 1) : col === "result_truncated" ? c.bool(i + 1) : `$${i + 1}`,
     );
-    return `INSERT INTO mcp_tasks (${TASK_COLUMNS.join(", ")}) VALUES (${values.join(", ")}) RETURNING *`;
+    return `INSERT INTO mcp_tasks (${COLUMNS}) VALUES (${values.join(", ")}) RETURNING ${COLUMNS}`;
   }
 
   /** $1 id, $2 user_id. */
   get(): string {
-    return "SELECT * FROM mcp_tasks WHERE id = $1 AND user_id = $2";
+    return `SELECT ${COLUMNS} FROM mcp_tasks WHERE id = $1 AND user_id = $2`;
   }
 
   /** $1 thread_id, $2 user_id, $3 limit. */
   listByThread(activeOnly: boolean): string {
-    return `SELECT * FROM mcp_tasks WHERE thread_id = $1 AND user_id = $2${activeOnly ? ` AND status IN ${POLLABLE}` : ""}
+    return `SELECT ${COLUMNS} FROM mcp_tasks WHERE thread_id = $1 AND user_id = $2${activeOnly ? ` AND status IN ${POLLABLE}` : ""}
       ORDER BY created_at DESC, id DESC LIMIT ${this.c.int(3)}`;
   }
 
@@ -122,7 +128,7 @@ export class TaskSql {
       UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         poll_attempt_count = poll_attempt_count + 1
       FROM due WHERE mcp_tasks.id = due.due_id
-      RETURNING *`;
+      RETURNING ${COLUMNS}`;
   }
 
   /** Columns of one row of a batched snapshot apply, in parameter order. */
@@ -192,7 +198,7 @@ export class TaskSql {
 
   /** $1 id, $2 owner: the row under this owner's lease, locked for the rest of the transaction. */
   leasedRow(): string {
-    return `SELECT * FROM mcp_tasks WHERE id = $1 AND lease_owner = $2 ${this.forUpdate}`;
+    return `SELECT ${COLUMNS} FROM mcp_tasks WHERE id = $1 AND lease_owner = $2 ${this.forUpdate}`;
   }
 
   /**
@@ -219,12 +225,12 @@ export class TaskSql {
     return `UPDATE mcp_tasks SET cancel_requested_at = ${c.ts(4)}, next_cancel_at = COALESCE(next_cancel_at, ${c.ts(4)}),
         lease_owner = NULL, lease_expires_at = NULL, updated_at = ${c.ts(4)}
       WHERE id = $1 AND user_id = $2 AND thread_id = $3 AND cancel_requested_at IS NULL AND status NOT IN ${TERMINAL}
-      RETURNING *`;
+      RETURNING ${COLUMNS}`;
   }
 
   /** $1 id, $2 user, $3 thread. */
   getScoped(): string {
-    return "SELECT * FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3";
+    return `SELECT ${COLUMNS} FROM mcp_tasks WHERE id = $1 AND user_id = $2 AND thread_id = $3`;
   }
 
   /** $1 owner, $2 lease expiry, $3 now, $4 limit, $5 task id or null. */
@@ -238,7 +244,7 @@ export class TaskSql {
       UPDATE mcp_tasks SET lease_owner = $1, lease_expires_at = ${c.ts(2)}, updated_at = ${c.ts(3)},
         cancel_attempt_count = cancel_attempt_count + 1
       FROM due WHERE mcp_tasks.id = due.due_id
-      RETURNING *`;
+      RETURNING ${COLUMNS}`;
   }
 
   /**
@@ -273,7 +279,7 @@ export class TaskSql {
   /** $1 now, $2 limit: rows with an undelivered event, due, and not leased by a live notifier. */
   dueNotifications(): string {
     const { c } = this;
-    return `SELECT * FROM mcp_tasks
+    return `SELECT ${COLUMNS} FROM mcp_tasks
       WHERE event_version > notified_version AND notification_status IN ${CLAIMABLE_NOTIFICATIONS}
         AND (next_notification_at IS NULL OR next_notification_at <= ${c.ts(1)})
         AND (notification_lease_expires_at IS NULL OR notification_lease_expires_at < ${c.ts(1)})
@@ -296,7 +302,7 @@ export class TaskSql {
         notification_run_id = CASE WHEN ${rebuild} THEN NULL ELSE notification_run_id END,
         notification_status = CASE WHEN ${rebuild} THEN 'claimed' ELSE notification_status END
       WHERE id = $1
-      RETURNING *`;
+      RETURNING ${COLUMNS}`;
   }
 
   /** The fence of a notifier's step on a frozen delivery: its lease is live and the version is the one it froze. */
