@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "@jest/globals";
 import {
+  eventFingerprint,
   AmbiguousMcpTaskError,
   DuplicateMcpRemoteTaskError,
   McpTaskLookupError,
@@ -216,6 +217,25 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       const report = await tickAtNextPoll(h, task.id);
       expect(report.notified).toBe(1);
       expect(h.notifier.deliveries[0].delivery.event).toMatchObject({ status: "submitted", tracking_degraded: true, last_poll_error: "boom" });
+    });
+
+    test("a task cancelled while its tracking was degraded ends with a plain cancelled event: the poll errors are over", async () => {
+      const h = await setup({ settings: { tracking_degraded_after_errors: 2 } });
+      const task = await h.submit();
+      h.driver.status(task.remote_task_id, new Error("boom"), new Error("boom"));
+      await tickAtNextPoll(h, task.id);
+      await tickAtNextPoll(h, task.id);
+      expect(h.notifier.deliveries.at(-1)?.delivery.event).toMatchObject({ tracking_degraded: true });
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      expect((await h.service.runCancellations(h.clock.current)).cancelled).toBe(1);
+      expect(await h.row(task.id)).toMatchObject({ status: "cancelled", consecutive_poll_error_count: 0, last_poll_error: null });
+      await h.service.runOnce(); // the degraded event's run is confirmed
+      await tickAtNextNotification(h, task.id);
+      const last = h.notifier.deliveries.at(-1)!.delivery.event;
+      expect(last).toMatchObject({ status: "cancelled", tracking_degraded: false });
+      expect(last.last_poll_error ?? null).toBeNull();
+      // What the row remembers of its last event is that event (a repeat of it would not be a new one).
+      expect((await h.row(task.id))!.event_fingerprint).toBe(eventFingerprint(last));
     });
 
     test("poll hints are honoured and capped at 24 h; input_required polls no faster than its own interval", async () => {

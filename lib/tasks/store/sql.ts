@@ -257,6 +257,7 @@ export class TaskSql {
     return `UPDATE mcp_tasks SET status = ${c.text(4)}, result = ${c.json(5)}, result_preview = ${c.text(6)},
         result_truncated = ${c.bool(7)}, result_artifact = ${c.json(8)}, error = ${c.text(9)},
         input_required = ${c.json(10)}, next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
+        last_poll_error = NULL, consecutive_poll_error_count = 0,
         lease_owner = NULL, lease_expires_at = NULL, completed_at = ${c.ts(3)}, updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(11), c.ts(3))}
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(12))}

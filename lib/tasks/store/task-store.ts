@@ -329,7 +329,8 @@ export class TaskStore {
       const row = await this.#leased(tx, input.taskId, input.leaseOwner);
       if (!row) return false;
       const now = this.#clock();
-      const fp = fingerprintOf({ ...row, ...snapshotFields(s) }, input.trackingDegradedAfterErrors);
+      // Terminal, as a terminal poll result is: earlier poll errors no longer describe the task.
+      const fp = fingerprintOf({ ...row, ...snapshotFields(s), consecutive_poll_error_count: 0, last_poll_error: null }, input.trackingDegradedAfterErrors);
       const done = await tx.rows(this.#sql.applyCancelSnapshot(), [
         input.taskId,
         input.leaseOwner,
