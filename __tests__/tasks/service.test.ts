@@ -499,7 +499,11 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       await expect(ambiguous).rejects.toBeInstanceOf(AmbiguousMcpTaskError);
       await expect(ambiguous).rejects.toThrow(/specify one task name: (nightly &lt;report&gt;, Nightly &lt;Report&gt;|Nightly &lt;Report&gt;, nightly &lt;report&gt;)$/);
       await expect(h.service.cancelMatchingTask("thread-1", "alice")).rejects.toBeInstanceOf(AmbiguousMcpTaskError);
+      // The names as the error (and the list tool) show them match too.
+      await expect(h.service.cancelMatchingTask("thread-1", "alice", "Nightly &lt;Report&gt;")).rejects.toBeInstanceOf(AmbiguousMcpTaskError);
       expect(await h.service.cancelMatchingTask("thread-1", "alice", nightlyA.id)).toMatchObject({ id: nightlyA.id });
+      const tagged = await h.submit({ threadId: "thread-3", taskName: "Build <main>" });
+      expect(await h.service.cancelMatchingTask("thread-3", "alice", "BUILD &lt;main&gt;")).toMatchObject({ id: tagged.id });
       await expect(h.service.cancelMatchingTask("thread-1", "alice", "nothing")).rejects.toThrow(new McpTaskLookupError("No active background task matches this request"));
       await expect(h.service.cancelMatchingTask("thread-2", "bob")).rejects.toBeInstanceOf(McpTaskLookupError);
       expect(await h.service.cancelMatchingTask("thread-2", "alice")).toMatchObject({ id: alone.id });

@@ -316,8 +316,9 @@ export class McpTaskService {
   async cancelMatchingTask(threadId: string, userId: string, task?: string): Promise<TaskRecord> {
     const active = await this.store.listByThread(threadId, userId, { limit: MATCH_SCAN_LIMIT, activeOnly: true });
     const wanted = task?.trim().toLowerCase();
-    const matches =
-      task === undefined ? active : active.filter((item) => item.id === task || item.task_name.toLowerCase() === wanted);
+    // By the name as stored, or as the list and the ambiguity error show it (`<` and `>` neutralized).
+    const named = (item: TaskRecord) => item.task_name.toLowerCase() === wanted || neutralized(item.task_name).toLowerCase() === wanted;
+    const matches = task === undefined ? active : active.filter((item) => item.id === task || named(item));
     if (matches.length === 0) throw new McpTaskLookupError("No active background task matches this request");
     if (matches.length > 1) {
       const names = matches.slice(0, AMBIGUOUS_NAMES_SHOWN).map((m) => neutralized(m.task_name));
