@@ -249,6 +249,11 @@ describe("OAuthTokenManager against a real token endpoint", () => {
       { status: 401, body: { error: "invalid_client", error_description: "secret client-secret-1 is wrong" } },
       /answered HTTP 401 \(error 'invalid_client'\)$/,
     ],
+    [
+      "an error code that is not a registered one (the client secret echoed there)",
+      { status: 400, body: { error: "client-secret-1" } },
+      /^OAuth token request of MCP server 'srv' failed: the token endpoint answered HTTP 400$/,
+    ],
     ["a body that is not JSON", { body: "access_token=abc" }, /answered with a body that is not JSON$/],
     ["a response without the token field", { body: { token: "x" } }, /is missing 'access_token'$/],
   ])("%s → a clear error without the response's content", async (_what, answer, pattern) => {

@@ -11,8 +11,28 @@ export const DEFAULT_EARLY_REFRESH_WAIT_MS = 1_000;
 export const EARLY_REFRESH_RETRY_MS = 5_000;
 const DEFAULT_EXPIRES_IN_SECONDS = 3600;
 const MAX_TOKEN_RESPONSE_BYTES = 1_048_576;
-/** An OAuth `error` code (RFC 6749 §5.2) is safe to show; anything else in the body is not. */
-const OAUTH_ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+/**
+ * The registered OAuth `error` codes a token endpoint answers with (RFC 6749 §4.1.2.1 and §5.2, RFC 8628, RFC 8693,
+ * RFC 9449): only these are shown. Any other value is not: an endpoint may put what it was sent there (the client
+ * secret, the refresh token), and the error text reaches a ToolMessage.
+ */
+const OAUTH_ERROR_CODES: ReadonlySet<string> = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "access_denied",
+  "server_error",
+  "temporarily_unavailable",
+  "authorization_pending",
+  "slow_down",
+  "expired_token",
+  "invalid_target",
+  "invalid_dpop_proof",
+  "use_dpop_nonce",
+]);
 
 export interface OAuthTokenManagerOptions {
   /** Milliseconds since the epoch; injectable so tests move time instead of sleeping. */
@@ -231,7 +251,7 @@ function expiresInSeconds(value: unknown): number {
 function oauthErrorCode(body: string): string | undefined {
   try {
     const code = (JSON.parse(body) as { error?: unknown }).error;
-    return typeof code === "string" && OAUTH_ERROR_CODE.test(code) ? code : undefined;
+    return typeof code === "string" && OAUTH_ERROR_CODES.has(code) ? code : undefined;
   } catch {
     return undefined;
   }
