@@ -34,6 +34,7 @@ const SECRETS = {
   oauth: "oa/tok+en=1", // OAuth access token
   clientSecret: "cl1ent-s", // OAuth client secret
   inner: "inn3r", // a header an interceptor adds
+  symbols: "?>~?>~?>", // $VAR in a static header: its base64 holds '/' or '+' at every alignment
 };
 const ENV: NodeJS.ProcessEnv = {
   STATIC_KEY: SECRETS.static,
@@ -41,6 +42,7 @@ const ENV: NodeJS.ProcessEnv = {
   LOCAL_KEY: SECRETS.local,
   ARG_KEY: SECRETS.arg,
   CLIENT_SECRET: SECRETS.clientSecret,
+  SYM_KEY: SECRETS.symbols,
 };
 const CONTEXT = { user_id: "alice", secrets: { request_key: SECRETS.context, other: SECRETS.unused } };
 
@@ -108,7 +110,7 @@ beforeAll(async () => {
 
   const local = stdioFixture({ name: "local", toolNames: ["leak"] });
   const credentials = {
-    headers: { "X-Api-Key": "${STATIC_KEY}" },
+    headers: { "X-Api-Key": "${STATIC_KEY}", "X-Sym-Key": "${SYM_KEY}" },
     oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "${CLIENT_SECRET}" },
     user_auth: { header: "X-User-Token", users: { alice: SECRETS.user } },
     headers_from_context: { headers: { "X-Request-Key": "request_key" } },
@@ -243,10 +245,23 @@ describe("at discovery", () => {
   });
 });
 
+/**
+ * `text` with what can hide a base64 run undone: JSON escapes of '/', the percent-encoding of '/', '+' and '=', and line
+ * breaks (raw, JSON-escaped at any depth, percent-encoded).
+ */
+function unwrapped(text: string): string {
+  return text
+    .replace(/\\+\//g, "/")
+    .replace(/%(?:25)?2F/gi, "/")
+    .replace(/%(?:25)?2B/gi, "+")
+    .replace(/%(?:25)?3D/gi, "=")
+    .replace(/\r?\n|\\+r|\\+n|%(?:25)?0[AD]/gi, "");
+}
+
 /** True when a base64/base64url run in `text`, read at any offset, decodes to bytes containing `secret`. */
 function decodesTo(text: string, secret: string): boolean {
   const needle = Buffer.from(secret);
-  for (const match of text.matchAll(/[A-Za-z0-9+/_-]{4,}/g)) {
+  for (const match of unwrapped(text).matchAll(/[A-Za-z0-9+/_-]{4,}/g)) {
     for (let offset = 0; offset < 4; offset += 1) {
       if (Buffer.from(match[0].slice(offset), "base64").includes(needle)) return true;
     }

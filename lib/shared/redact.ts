@@ -176,12 +176,25 @@ function buildPattern(secrets: readonly string[]): RegExp {
   for (const secret of secrets) {
     alternatives.add([...secret].map(charPattern).join(""));
     // Base64 is often wrapped in lines (MIME at 76 columns, PEM at 64): a line break may fall anywhere in the run.
-    for (const run of base64Runs(secret)) alternatives.add([...run].map(escapeRegExp).join("(?:\\r?\\n)?"));
+    for (const run of base64Runs(secret)) alternatives.add([...run].map(base64DigitPattern).join(BASE64_WRAP));
   }
   // Longest first, so a whole "Bearer <token>" goes before its token alone.
   const ordered = [...alternatives].sort((a, b) => b.length - a.length);
   return new RegExp(ordered.join("|"), "g");
 }
+
+/**
+ * Every way one digit of a base64 run can appear in an echo: the run may come back URL-encoded (a query parameter) or
+ * JSON-escaped (`\/`), where only `/` and `+` change.
+ */
+function base64DigitPattern(digit: string): string {
+  if (digit === "/") return "(?:/|\\\\+/|%(?:25)?2[fF])";
+  if (digit === "+") return "(?:\\+|%(?:25)?2[bB])";
+  return digit; // A-Z a-z 0-9 - _
+}
+
+/** An optional line break inside a base64 run (LF or CRLF): raw, JSON-escaped or percent-encoded. */
+const BASE64_WRAP = "(?:\\r?\\n|\\\\+(?:r\\\\+)?n|(?:%(?:25)?0[dD])?%(?:25)?0[aA])?";
 
 const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
 
