@@ -67,6 +67,10 @@ describe("Redactor", () => {
         expect(r.text(`auth ${encoded} end`)).toBe(encoded.length < 4 ? `auth ${encoded} end` : `auth ${REDACTED} end`);
       }
     }
+    // Glued after a path or a word: the token starts earlier than the encoded value.
+    const basic = Buffer.from(`user:${secret}`).toString("base64");
+    expect(r.text(`see https://logs.test/auth/${basic} for details`)).toBe(`see https://logs.test/auth/${REDACTED} for details`);
+    expect(r.text(`id-${basic}`)).toBe(`id-${REDACTED}`);
     // Base64 of a JSON body quoting it (a job that echoes the headers it got).
     expect(r.text(`"b64":"${Buffer.from(JSON.stringify({ "x-key": secret })).toString("base64")}"`)).toBe(`"b64":"${REDACTED}"`);
     // Binary data holds any short value by chance: it is left whole.

@@ -61,19 +61,29 @@ export class Redactor {
     if (this.pattern === null || text === "") return text;
     this.pattern.lastIndex = 0;
     const scrubbed = text.replace(this.pattern, REDACTED);
-    return this.shortBase64.length === 0 ? scrubbed : scrubbed.replace(BASE64_TOKEN, (token) => (this.hidesShortSecret(token) ? REDACTED : token));
+    if (this.shortBase64.length === 0) return scrubbed;
+    return scrubbed.replace(BASE64_TOKEN, (token) => {
+      const at = this.shortSecretAt(token);
+      return at === -1 ? token : `${token.slice(0, at)}${REDACTED}`;
+    });
   }
 
   /**
-   * Whether a base64 token decodes to text holding a secret too short for a base64 run of its own (1–3 characters:
-   * `W7` in `dXNlcjpXNw==`, "user:W7"), at any byte offset. The token is decoded from its start, as an encoder wrote
-   * it (a word decoded from its middle gives a byte or two of anything). Only text is searched: the bytes of binary
+   * Where, in a base64 token, an encoded value starts that decodes to text holding a secret too short for a base64
+   * run of its own (1–3 characters: `W7` in `dXNlcjpXNw==`, "user:W7"), at any byte offset; -1 when none does. A
+   * value is decoded from where an encoder would have started it, the token's start or just after a '/', '+', '-' or
+   * '_' (a word decoded from its middle gives a byte or two of anything). Only text is searched: the bytes of binary
    * data (an image) hold any short value by chance.
    */
-  private hidesShortSecret(token: string): boolean {
-    if (token.length < 4) return false;
-    const decoded = base64Text(token.replace(/=+$/, ""));
-    return decoded !== undefined && this.shortBase64.some((secret) => decoded.includes(secret));
+  private shortSecretAt(token: string): number {
+    if (token.length < 4) return -1;
+    // From the token's start, and from after each '/', '+', '-' or '_': an encoded value glued to a path or a word
+    // (`/auth/dXNlcjpXNw==`, `token-dXNl…`) is one token with it, and starts there.
+    for (let start = 0; start !== -1 && token.length - start >= 4; start = nextBase64Start(token, start)) {
+      const decoded = base64Text(token.slice(start).replace(/=+$/, ""));
+      if (decoded !== undefined && this.shortBase64.some((secret) => decoded.includes(secret))) return start;
+    }
+    return -1;
   }
 
   /**
@@ -146,7 +156,13 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
 }
 
 /** A run of base64 or base64url digits (with its padding) that may hide an encoded secret. */
-const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])(?:[A-Za-z0-9+/]{2,}={0,2}|[A-Za-z0-9_-]{2,}={0,2})/g;
+const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{2,}={0,2}/g;
+/** Where the next value glued into a base64 token may start: after its next '/', '+', '-' or '_' (-1: none). */
+function nextBase64Start(token: string, from: number): number {
+  const at = token.slice(from).search(/[/+_-]/);
+  return at === -1 ? -1 : from + at + 1;
+}
+
 /** The text `digits` (base64 or base64url, unpadded) decode to, when they decode to printable UTF-8. */
 function base64Text(digits: string): string | undefined {
   const whole = digits.length - (digits.length % 4 === 1 ? 1 : 0);
