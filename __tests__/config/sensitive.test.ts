@@ -14,6 +14,12 @@ describe("launchCredentials", () => {
       AWS_SECRET_ACCESS_KEY: "wJalrXUt",
       DB_PASSWORD: "hunter22",
       githubPat: "pat-1234",
+      PGPASSWORD: "pg-pw-1",
+      MYSQL_PWD: "my-pw-2",
+      SECRET_KEY_BASE: "skb-3",
+      PWD: "/srv/app",
+      OLDPWD: "/srv",
+      PASSWORD_FILE: "/run/secrets/pw",
       TOKEN_TTL: "3600",
       AUTH_TYPE: "basic",
       TOKEN_FILE: "/run/secrets/token",
@@ -22,7 +28,7 @@ describe("launchCredentials", () => {
       NODE_ENV: "production",
       PATH: "/usr/bin",
     };
-    expect(launchCredentials(env, [])).toEqual(["ghp_abc123", "sk-x1y2", "wJalrXUt", "hunter22", "pat-1234"]);
+    expect(launchCredentials(env, [])).toEqual(["ghp_abc123", "sk-x1y2", "wJalrXUt", "hunter22", "pat-1234", "pg-pw-1", "my-pw-2", "skb-3"]);
   });
 
   test("the value of a credential flag, joined by '=' or as the next argument", () => {

@@ -8,10 +8,11 @@ const SENSITIVE_KEY =
 
 /**
  * A name whose value is the credential itself (`GITHUB_TOKEN`, `OPENAI_API_KEY`, `--db-password`), not a setting about
- * one (`TOKEN_TTL`, `AUTH_TYPE`, `--token-file`, `--no-auth`).
+ * one (`TOKEN_TTL`, `AUTH_TYPE`, `--token-file`, `--no-auth`). A password may be glued to its prefix (`PGPASSWORD`), and
+ * a few well-known names end otherwise (`MYSQL_PWD`, but not `PWD`, the working folder; `SECRET_KEY_BASE`).
  */
 const CREDENTIAL_NAME =
-  /(^|_)(key|api_key|apikey|access_key|private_key|secret|secret_key|client_secret|token|access_token|refresh_token|pat|password|passwd|passphrase|credential|credentials|bearer|cookie)$/;
+  /(?:(^|_)(key|api_key|apikey|access_key|private_key|secret|secret_key|client_secret|token|access_token|refresh_token|pat|passphrase|credential|credentials|bearer|cookie|secret_key_base)|password|passwd|_pwd)$/;
 
 /** Values too common to blank out of every result (`ENABLE_TOKEN=1`): never a credential. */
 const NOT_A_CREDENTIAL = /^(?:.{0,3}|true|false|yes|no|on|off|null|none|undefined)$/is;
