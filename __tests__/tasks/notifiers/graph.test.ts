@@ -277,6 +277,26 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
     const state = await graph.getState({ configurable: { thread_id: "th-fail" } });
     expect(state.next).toEqual([]);
     expect(await restarted.getRun(retried.runId, "ann", { threadId: "th-fail", idempotencyKey: "k-2" })).toEqual({ status: "success" });
+    // The thread completed, but not in the run that took k-1 in: that one still failed.
+    expect(await createGraphNotifier({ graph }).getRun(failed.runId, "ann", { threadId: "th-fail", idempotencyKey: "k-1" })).toMatchObject({ status: "error" });
+  });
+
+  test("after a restart, a run that took the event in and finished is delivered, though a later run on the thread failed", async () => {
+    const { graph, control } = replyGraph();
+    const first = createGraphNotifier({ graph });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-later" } });
+    const { runId } = await first.deliver(delivery("th-later"), "k-later");
+    await first.idle();
+    expect(await first.getRun(runId, "ann")).toEqual({ status: "success" });
+    // The user's next run on the thread fails: the thread's latest checkpoint is a failed one.
+    control.failures = 1;
+    await expect(graph.invoke({ messages: [new HumanMessage("next")] }, { configurable: { thread_id: "th-later" } })).rejects.toThrow("500");
+    const restarted = createGraphNotifier({ graph });
+    expect(await restarted.getRun(runId, "ann", { threadId: "th-later", idempotencyKey: "k-later" })).toEqual({ status: "success" });
+    const again = await restarted.deliver(delivery("th-later"), "k-later");
+    expect(await restarted.getRun(again.runId, "ann")).toEqual({ status: "success" });
+    await restarted.idle();
+    expect(notifications((await graph.getState({ configurable: { thread_id: "th-later" } })).values.messages)).toHaveLength(1);
   });
 
   test("after a restart, a run that took the event in but has not finished is running, not delivered", async () => {

@@ -44,8 +44,16 @@ export interface ThreadStateView {
   createdAt?: string;
 }
 
+/** A checkpoint as the thread's history lists it. */
+export interface ThreadCheckpointView extends ThreadStateView {
+  /** `source` "input": the checkpoint a run's input started. */
+  metadata?: { source?: string };
+}
+
 export interface ThreadStateReader {
   getState(config: RunnableConfig): Promise<ThreadStateView>;
+  /** Newest first (a compiled graph has it): the run that took an event in is then judged by its own checkpoints. */
+  getStateHistory?(config: RunnableConfig, options?: { limit?: number }): AsyncIterableIterator<ThreadCheckpointView>;
 }
 
 /**
@@ -106,6 +114,41 @@ function landedRun(state: ThreadStateView): { status: "success" | "running" } | 
   return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
 }
 
+/** How far back a thread's history is read for the run that took an event in (usually its last few checkpoints). */
+const MAX_HISTORY_CHECKPOINTS = 1_000;
+
+type Landed = ReturnType<typeof landedRun>;
+
+/**
+ * How the run that took the event with `key` in went. The thread's latest checkpoint tells that only while that run is
+ * the thread's last one: a later run (the user's next message) may have failed, or be running. So that run's own
+ * checkpoints are read, from the first that holds the event to the next run's input: one with nothing left to run
+ * means it ran to its end; a next run's input without one means it stopped early (it failed, or was cancelled).
+ */
+async function landedRunOf(reader: ThreadStateReader, threadId: string, key: string, latest: ThreadStateView): Promise<Landed> {
+  if (typeof reader.getStateHistory !== "function") return landedRun(latest);
+  const newestFirst: ThreadCheckpointView[] = [];
+  let before = false;
+  for await (const checkpoint of reader.getStateHistory({ configurable: { thread_id: threadId } }, { limit: MAX_HISTORY_CHECKPOINTS })) {
+    if (!holdsMarker(checkpoint, key)) {
+      before = true;
+      break;
+    }
+    newestFirst.push(checkpoint);
+  }
+  if (!before) return landedRun(latest);
+  const ofRun = newestFirst.reverse();
+  for (const [i, checkpoint] of ofRun.entries()) {
+    if (i > 0 && checkpoint.metadata?.source === "input") return { status: "error", error: "Notification run failed (it stopped before its end)" };
+    if (checkpoint.next.length === 0) return { status: "success" };
+  }
+  return landedRun(latest);
+}
+
+function holdsMarker(state: ThreadStateView, key: string): boolean {
+  return messagesOf(state.values).some((m) => notificationMarkerOf(m)?.idempotency_key === key);
+}
+
 function messagesOf(values: unknown): readonly BaseMessage[] {
   const messages = (values as { messages?: unknown } | null)?.messages;
   return Array.isArray(messages) ? (messages as BaseMessage[]) : [];
@@ -139,12 +182,13 @@ class InProcessGraphNotifier implements GraphNotifier {
     try {
       const graph = this.#graph();
       if (graph === undefined) throw new BusyThreadError("The agent graph is not ready yet");
-      const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
+      const reader = stateReader(graph);
+      const state = await reader.getState({ configurable: { thread_id: threadId } });
       if (state.createdAt === undefined) throw new ThreadGoneError(`Thread '${threadId}' has no checkpoint`);
-      if (messagesOf(state.values).some((m) => notificationMarkerOf(m)?.idempotency_key === idempotencyKey)) {
+      if (holdsMarker(state, idempotencyKey)) {
         // A run started before a restart took this event in: nothing is sent again, and it counts as delivered only
         // once that run ran to its end.
-        const landed = landedRun(state);
+        const landed = await landedRunOf(reader, threadId, idempotencyKey, state);
         if (landed.status === "running") throw new BusyThreadError(`Thread '${threadId}' is still running the run that took this event in`);
         return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, ...landed }) };
       }
@@ -194,12 +238,13 @@ class InProcessGraphNotifier implements GraphNotifier {
     const graph = this.#graph();
     // Not "not found" (which would start the event again under a new key): asked again later, once it can be looked up.
     if (graph === undefined) return { status: "running" };
-    const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
+    const reader = stateReader(graph);
+    const state = await reader.getState({ configurable: { thread_id: threadId } });
     const marker = messagesOf(state.values)
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
     if (!marker || marker.user_id !== userId) return null;
-    return landedRun(state);
+    return landedRunOf(reader, threadId, idempotencyKey, state);
   }
 
   async idle(): Promise<void> {
