@@ -238,13 +238,15 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect((await h.row(task.id))!.event_fingerprint).toBe(eventFingerprint(last));
     });
 
-    test("poll hints are honoured and capped at 24 h; input_required polls no faster than its own interval", async () => {
+    test("poll hints are honoured, at least 1 s and capped at 24 h; input_required polls no faster than its own interval", async () => {
       const h = await setup({ settings: { poll_interval_seconds: 5, input_required_poll_interval_seconds: 60 } });
       h.driver.callSeconds = 1;
       const task = await h.submit();
       const script: [TaskSnapshot, number][] = [
         [new TaskSnapshot({ status: "working", poll_after_seconds: 30 }), 30],
         [new TaskSnapshot({ status: "working", poll_after_seconds: 2 }), 2],
+        // A hint below a second is a second: a worker never polls back to back.
+        [new TaskSnapshot({ status: "working", poll_after_seconds: 0.001 }), 1],
         [inputRequired("which one?"), 60],
         [inputRequired("which one?", 10), 60],
         [inputRequired("which one?", 120), 120],

@@ -10,6 +10,12 @@ export const MCP_TASK_ERROR_MAX_CHARS = 4_000;
 export const MCP_TASK_INPUT_REQUIRED_MAX_BYTES = 65_536;
 export const MCP_TASK_RESULT_ARTIFACT_MAX_BYTES = 65_536;
 export const MCP_TASK_POLL_AFTER_MAX_SECONDS = 86_400;
+/**
+ * The shortest poll a server's hint can ask for. A worker starts its next tick at once after a full batch, so tasks
+ * answering `poll_after_seconds: 0.001` would be polled back to back without a pause (the Python loop's tick interval
+ * bounded them).
+ */
+export const MCP_TASK_POLL_AFTER_MIN_SECONDS = 1;
 export const MCP_TASK_MAX_NOTIFICATION_ATTEMPTS = 5;
 /** Column widths of `mcp_tasks` that the model does not bound elsewhere. */
 export const MCP_TASK_ID_MAX_LENGTH = 64;

@@ -15,6 +15,7 @@ import {
   MCP_TASK_LEASE_OWNER_MAX_LENGTH,
   MCP_TASK_MAX_NOTIFICATION_ATTEMPTS,
   MCP_TASK_POLL_AFTER_MAX_SECONDS,
+  MCP_TASK_POLL_AFTER_MIN_SECONDS,
   MCP_TASK_REMOTE_ID_MAX_LENGTH,
   McpTaskProtocolError,
   TaskSnapshot,
@@ -334,7 +335,8 @@ export class McpTaskService {
   /** When a task in this state is polled next (inventory §M 100): null once it no longer needs polling. */
   nextPollAt(snapshot: TaskSnapshot, base: Date): Date | null {
     if (!snapshot.isPollable) return null;
-    let interval = snapshot.poll_after_seconds ?? this.settings.poll_interval_seconds;
+    const hint = snapshot.poll_after_seconds;
+    let interval = hint == null ? this.settings.poll_interval_seconds : Math.max(hint, MCP_TASK_POLL_AFTER_MIN_SECONDS);
     if (snapshot.status === TaskStatus.INPUT_REQUIRED) interval = Math.max(interval, this.settings.input_required_poll_interval_seconds);
     return addSeconds(base, Math.min(interval, MCP_TASK_POLL_AFTER_MAX_SECONDS));
   }
