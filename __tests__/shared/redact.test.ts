@@ -71,6 +71,9 @@ describe("Redactor", () => {
     const basic = Buffer.from(`user:${secret}`).toString("base64");
     expect(r.text(`see https://logs.test/auth/${basic} for details`)).toBe(`see https://logs.test/auth/${REDACTED} for details`);
     expect(r.text(`id-${basic}`)).toBe(`id-${REDACTED}`);
+    // Followed by the other alphabet's separator and more: the value is judged without its suffix.
+    const url = Buffer.from(`user:${secret}`).toString("base64url");
+    expect(r.text(`${url}_v2 ${url}-1 cred=${url}-retry`)).toBe(`${REDACTED}_v2 ${REDACTED}-1 cred=${REDACTED}-retry`);
     // Base64 of a JSON body quoting it (a job that echoes the headers it got).
     expect(r.text(`"b64":"${Buffer.from(JSON.stringify({ "x-key": secret })).toString("base64")}"`)).toBe(`"b64":"${REDACTED}"`);
     // Binary data holds any short value by chance: it is left whole.
@@ -78,6 +81,20 @@ describe("Redactor", () => {
     expect(r.text(`image ${binary}`)).toBe(`image ${binary}`);
     // Text that is not base64 of the secret is kept.
     expect(r.text("plain words stay")).toBe("plain words stay");
+  });
+
+  test("a short secret's base64 is searched from after separators only in tokens too short to be data, at most 32 times", () => {
+    const r = Redactor.of(["W7"]);
+    const basic = Buffer.from("user:W7").toString("base64");
+    // Read from every separator, a long token of them costs its length squared (seconds for 100 KB).
+    const prefix = (parts: number, part: string) => Array.from({ length: parts }, () => part).join("/");
+    expect(r.text(`${prefix(10, "aa")}/${basic}`)).toBe(`${prefix(10, "aa")}/${REDACTED}`);
+    expect(r.text(`${prefix(40, "aa")}/${basic}`)).toBe(`${prefix(40, "aa")}/${basic}`);
+    const long = `${"A".repeat(4100)}/${basic}`;
+    expect(r.text(long)).toBe(long);
+    // A large image is read from its start only.
+    const image = Buffer.from(Array.from({ length: 600_000 }, (_, i) => (i * 7919) % 251)).toString("base64");
+    expect(r.text(image)).toBe(image);
   });
 
   test("a secret holding line breaks: each line alone, and with CRLF line ends (raw or JSON-escaped)", () => {

@@ -63,27 +63,39 @@ export class Redactor {
     const scrubbed = text.replace(this.pattern, REDACTED);
     if (this.shortBase64.length === 0) return scrubbed;
     return scrubbed.replace(BASE64_TOKEN, (token) => {
-      const at = this.shortSecretAt(token);
-      return at === -1 ? token : `${token.slice(0, at)}${REDACTED}`;
+      const span = this.shortSecretSpan(token);
+      return span === undefined ? token : `${token.slice(0, span[0])}${REDACTED}${token.slice(span[1])}`;
     });
   }
 
   /**
-   * Where, in a base64 token, an encoded value starts that decodes to text holding a secret too short for a base64
-   * run of its own (1–3 characters: `W7` in `dXNlcjpXNw==`, "user:W7"), at any byte offset; -1 when none does. A
-   * value is decoded from where an encoder would have started it, the token's start or just after a '/', '+', '-' or
-   * '_' (a word decoded from its middle gives a byte or two of anything). Only text is searched: the bytes of binary
-   * data (an image) hold any short value by chance.
+   * Where, in a base64 token, an encoded value lies that decodes to text holding a secret too short for a base64 run
+   * of its own (1–3 characters: `W7` in `dXNlcjpXNw==`, "user:W7"), at any byte offset. A value is a run of one
+   * alphabet's digits (standard or URL-safe) read from where an encoder would have started it: the token's start, or,
+   * in a token short enough not to be data, just after a '/', '+', '-' or '_' (a value glued to a path or a word:
+   * `/auth/dXNl…`, `id-dXNl…`). A word decoded from its middle gives a byte or two of anything, and only text is
+   * searched: the bytes of binary data (an image) hold any short value by chance.
    */
-  private shortSecretAt(token: string): number {
-    if (token.length < 4) return -1;
-    // From the token's start, and from after each '/', '+', '-' or '_': an encoded value glued to a path or a word
-    // (`/auth/dXNlcjpXNw==`, `token-dXNl…`) is one token with it, and starts there.
-    for (let start = 0; start !== -1 && token.length - start >= 4; start = nextBase64Start(token, start)) {
-      const decoded = base64Text(token.slice(start).replace(/=+$/, ""));
-      if (decoded !== undefined && this.shortBase64.some((secret) => decoded.includes(secret))) return start;
+  private shortSecretSpan(token: string): [number, number] | undefined {
+    if (token.length < 4) return undefined;
+    const digits = token.replace(/=+$/, "");
+    const starts = [0];
+    if (token.length <= MAX_GLUED_TOKEN_CHARS) {
+      for (let i = 0; i < digits.length - 1 && starts.length <= MAX_GLUED_STARTS; i += 1) {
+        if (GLUE.has(digits[i])) starts.push(i + 1);
+      }
     }
-    return -1;
+    for (const start of starts) {
+      for (const alphabet of BASE64_ALPHABETS) {
+        alphabet.lastIndex = start;
+        const end = start + alphabet.exec(digits)![0].length;
+        const spanEnd = end === digits.length ? token.length : end; // the padding goes with a value that ends the token
+        if (spanEnd - start < 4) continue;
+        const decoded = base64Text(digits.slice(start, end));
+        if (decoded !== undefined && this.shortBase64.some((secret) => decoded.includes(secret))) return [start, spanEnd];
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -157,11 +169,14 @@ function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): 
 
 /** A run of base64 or base64url digits (with its padding) that may hide an encoded secret. */
 const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{2,}={0,2}/g;
-/** Where the next value glued into a base64 token may start: after its next '/', '+', '-' or '_' (-1: none). */
-function nextBase64Start(token: string, from: number): number {
-  const at = token.slice(from).search(/[/+_-]/);
-  return at === -1 ? -1 : from + at + 1;
-}
+/** A run of one base64 alphabet's digits from `lastIndex` (standard, then URL-safe). */
+const BASE64_ALPHABETS = [/[A-Za-z0-9+/]*/y, /[A-Za-z0-9_-]*/y];
+/** Where a value glued into a token may start: after one of these. */
+const GLUE = new Set(["/", "+", "-", "_"]);
+/** Tokens longer than this are data (an image): read from their start only. */
+const MAX_GLUED_TOKEN_CHARS = 4096;
+/** How many glued starts a token is read from, at most. */
+const MAX_GLUED_STARTS = 32;
 
 /** The text `digits` (base64 or base64url, unpadded) decode to, when they decode to printable UTF-8. */
 function base64Text(digits: string): string | undefined {
