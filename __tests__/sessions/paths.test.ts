@@ -9,6 +9,7 @@ import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { changedFiles, mayTranslatePaths, snapshotWorkspace, translateResultPaths, type PathContext } from "../../lib/sessions";
+import { toolkitTaskCaller } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
@@ -316,5 +317,34 @@ describe("through a stdio tool in a ToolNode", () => {
     const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/other.txt", content: "x", say: `still at ${kept}` }, run);
     expect(message.content).toBe(`still at ${V}/workspace/kept/data.csv`);
     expect(message.artifact).toBeUndefined();
+  });
+});
+
+describe("a durable task's calls in its thread", () => {
+  test("its results show /mnt/user-data/… paths, while the task id and status stay as the server sent them", async () => {
+    const dataDir = await realpath(await makeTempDir("mcp-paths-task-"));
+    const configPath = await writeConfig(await makeTempDir("mcp-paths-task-cfg-"), {
+      mcpServers: { jobs: { type: "stdio", ...stdioFixture({ name: "jobs", toolNames: [], tasks: true }) } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+    try {
+      const workspace = path.join(dataDir, "threads", "th-task", "user-data", "workspace");
+      await mkdir(path.join(workspace, "reports"), { recursive: true });
+      await writeFile(path.join(workspace, "reports", "q3.csv"), "a,b");
+      const caller = toolkitTaskCaller(toolkit);
+      const scope = { serverName: "jobs", userId: "u", threadId: "th-task" };
+      // An id that is also the relative path of a file of the thread, and a label that is its host path.
+      const label = path.join(workspace, "reports", "q3.csv");
+      const submitted = await caller.callTool({ ...scope, toolName: "start_job", arguments: { label, remote_id: "reports/q3.csv" } });
+      expect(submitted.result.structuredContent).toEqual({ task_id: "reports/q3.csv", status: "running" });
+      const polled = await caller.callTool({ ...scope, toolName: "job_status", arguments: { task_id: "reports/q3.csv" } });
+      expect(polled.result.structuredContent).toMatchObject({
+        task_id: "reports/q3.csv",
+        status: "completed",
+        result: { label: `${V}/workspace/reports/q3.csv` },
+      });
+    } finally {
+      await toolkit.close();
+    }
   });
 });

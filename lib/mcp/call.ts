@@ -22,6 +22,7 @@ import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
 import { startFailureText } from "../sessions/start-failure";
+import { isPlainObject } from "../shared/plain-object";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -282,10 +283,26 @@ export interface CallWorkspace {
   context?: PathContext;
 }
 
-/** A stdio result with the file references of its thread workspace shown as `/mnt/user-data/…` (SPEC §5.1). */
-export function withTranslatedPaths(result: CallToolResult, workspace: CallWorkspace): Promise<CallToolResult> | CallToolResult {
+/**
+ * A stdio result with the file references of its thread workspace shown as `/mnt/user-data/…` (SPEC §5.1). The
+ * top-level `structuredContent` keys in `protocolFields` (a task's id) are left as the server sent them.
+ */
+export function withTranslatedPaths(
+  result: CallToolResult,
+  workspace: CallWorkspace,
+  protocolFields: readonly string[] = [],
+): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
-  return context && mayTranslatePaths(result, context) ? translateResultPaths(result, context) : result;
+  if (!context || !mayTranslatePaths(result, context)) return result;
+  const structured = result.structuredContent;
+  if (protocolFields.length === 0 || !isPlainObject(structured)) return translateResultPaths(result, context);
+  const rest: Record<string, unknown> = { ...structured };
+  for (const key of protocolFields) delete rest[key];
+  return translateResultPaths({ ...result, structuredContent: rest }, context).then((translated) => {
+    const restored: Record<string, unknown> = { ...translated.structuredContent };
+    for (const key of protocolFields) if (Object.hasOwn(structured, key)) restored[key] = structured[key];
+    return { ...translated, structuredContent: restored };
+  });
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {

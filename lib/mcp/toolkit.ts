@@ -133,6 +133,11 @@ export interface McpDirectToolCall {
    */
   requestScopedHeaders?: boolean;
   signal?: AbortSignal;
+  /**
+   * Top-level `structuredContent` keys the caller reads as protocol (a task's id and status): a stdio result's paths
+   * are translated everywhere else, these are left as the server sent them.
+   */
+  protocolFields?: readonly string[];
   /** The stdio session to use (a durable task's user and thread); default: the runtime's scope. */
   scope?: { userId: string; threadId: string };
   /** More values to scrub from the answer: secrets an earlier call sent that this one does not carry (a task's submit). */
@@ -505,7 +510,7 @@ export class McpToolkit {
       call.onUnscrubbed,
     );
     // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
-    return isCommand(outcome) || ToolMessage.isInstance(outcome) ? outcome : withTranslatedPaths(outcome, workspace);
+    return isCommand(outcome) || ToolMessage.isInstance(outcome) ? outcome : withTranslatedPaths(outcome, workspace, call.protocolFields);
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */

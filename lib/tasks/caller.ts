@@ -48,6 +48,9 @@ export interface TaskToolAnswer {
  */
 export const REMOTE_ID_SECRET_MIN_CHARS = 8;
 
+/** What the task protocol reads from `structuredContent` as the server sent it: never path-translated. */
+const TASK_PROTOCOL_FIELDS = ["task_id", "status", "error_code", "poll_after_seconds"] as const;
+
 export interface TaskToolCaller {
   /** The server's answer; a failed call throws a safe-to-show error. */
   callTool(call: TaskToolCall): Promise<TaskToolAnswer>;
@@ -80,6 +83,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         scope: { userId: call.userId, threadId: call.threadId },
         signal: call.signal,
         onUnscrubbed: (values) => (secrets = values),
+        protocolFields: TASK_PROTOCOL_FIELDS,
         ...(runtime !== undefined
           ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
           : { rememberedSecrets: memory.recall(key) }),
