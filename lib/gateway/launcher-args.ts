@@ -219,7 +219,9 @@ export function scanNpxArgs(args: readonly string[]): LauncherScan {
 function expandedTakesNext(expanded: readonly string[], next: string | undefined): boolean {
   if (expanded.length > 1) return false;
   const key = (expanded[0] ?? "").replace(/^-+/, "");
-  if (NPX_SWITCHES.has(key) || key.startsWith("no-")) return false;
+  // No `no-` exception: npx-cli takes the next token as the value of any option not among its switches, so
+  // `-local false -c CODE` (`--no-global false`) leaves `-c` an option.
+  if (NPX_SWITCHES.has(key)) return false;
   return NPX_VALUE_OPTIONS.has(key) || !startsWithDash(next);
 }
 
@@ -240,7 +242,7 @@ export function scanUvxArgs(args: readonly string[]): LauncherScan {
     if (!token.startsWith("-") || token === "-") break;
     const flag = uvxFlag(token);
     if (UVX_EXEC_FLAGS.has(flag)) return { execFlag: flag, command: null, rest: [] };
-    if (!token.includes("=") && UVX_VALUE_OPTIONS.has(flag) && i + 1 < tokens.length) {
+    if (!token.includes("=") && (UVX_VALUE_OPTIONS.has(flag) || clusterTakesNext(token)) && i + 1 < tokens.length) {
       const taken = tokens[i + 1];
       if (taken.startsWith("--") && UVX_EXEC_FLAGS.has(uvxFlag(taken))) return { execFlag: uvxFlag(taken), command: null, rest: [] };
       i += 2;
@@ -249,6 +251,18 @@ export function scanUvxArgs(args: readonly string[]): LauncherScan {
     }
   }
   return { execFlag: null, command: tokens[i] ?? null, rest: tokens.slice(i + 1) };
+}
+
+/**
+ * Whether a cluster of short uvx flags (`-qp`) ends with an option that takes a value, which is then the next token
+ * (clap: `-qp 3.12` is `--quiet --python 3.12`; in `-qp3.12` the value is attached).
+ */
+function clusterTakesNext(token: string): boolean {
+  if (token.startsWith("--") || token.length <= 2) return false;
+  for (let i = 1; i < token.length; i += 1) {
+    if (UVX_VALUE_OPTIONS.has(`-${token[i]}`)) return i === token.length - 1;
+  }
+  return false;
 }
 
 /** Long flags compare lower-cased; short ones keep their case (`-C` is not `-c`). */
