@@ -426,3 +426,17 @@ test("unknown commands exit 2 with the usage", async () => {
   expect(await runCli(["frobnicate"], out)).toBe(2);
   expect(out.stderr.join("\n")).toContain("usage: mcp-harness");
 });
+
+test("a usage error names the option or the argument's place, never what was typed there", async () => {
+  for (const [args, message] of [
+    [["worker", "--api-key=sk-LIVE-abc"], "unknown option '--api-key'"],
+    [["check", "--json=sk-LIVE-abc"], "option '--json' takes no value"],
+    [["check", "a.json", "sk-LIVE-abc"], "unexpected argument (argument 2): this command takes at most 1"],
+  ] as const) {
+    const out = io();
+    expect(await runCli([...args], out)).toBe(2);
+    const stderr = out.stderr.join("\n");
+    expect(stderr).toContain(message);
+    expect(stderr).not.toContain("sk-LIVE");
+  }
+});

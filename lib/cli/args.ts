@@ -33,12 +33,16 @@ export function parseArgs(
         values.set(name, value);
         continue;
       }
-      if (eq !== -1 || !allowedFlags.includes(name)) throw new UsageError(`unknown option '${arg}'`);
+      // The option's name only: what follows '=' may be a credential typed in the wrong place.
+      if (!allowedFlags.includes(name)) throw new UsageError(`unknown option '--${name}'`);
+      if (eq !== -1) throw new UsageError(`option '--${name}' takes no value`);
       flags.add(name);
     } else {
       positional.push(arg);
     }
   }
-  if (positional.length > maxPositional) throw new UsageError(`unexpected argument '${positional[maxPositional]}'`);
+  if (positional.length > maxPositional) {
+    throw new UsageError(`unexpected argument (argument ${maxPositional + 1}): this command takes ${maxPositional === 0 ? "none" : `at most ${maxPositional}`}`);
+  }
   return { positional, flags, values };
 }
