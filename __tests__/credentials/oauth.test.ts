@@ -232,6 +232,11 @@ describe("OAuthTokenManager against a real token endpoint", () => {
     }
   });
 
+  test("a token answer that starts with a byte-order mark is read as JSON, as fetch's text() reads it", async () => {
+    tokens.respond(() => ({ body: `\uFEFF${JSON.stringify({ access_token: "bom-token", token_type: "Bearer", expires_in: 3600 })}` }));
+    expect(await new OAuthTokenManager().getAuthorizationHeader("srv", oauthConfig())).toBe("Bearer bom-token");
+  });
+
   test("a changed oauth block starts over; the same block (a reload) keeps the cached token", async () => {
     const manager = new OAuthTokenManager();
     const start = tokens.requests.length;

@@ -219,7 +219,8 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
     }
     chunks.push(next.value);
   }
-  return Buffer.concat(chunks, size).toString("utf8");
+  // As Response.text() reads it: UTF-8, a leading byte-order mark dropped.
+  return new TextDecoder().decode(Buffer.concat(chunks, size));
 }
 
 function tokenRequestBody(serverName: string, config: McpOAuthConfig, refreshToken: string | null): URLSearchParams {
