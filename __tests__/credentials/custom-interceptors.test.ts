@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { execFile } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit, type McpToolkitOptions } from "../../lib";
@@ -6,6 +7,7 @@ import { buildCustomInterceptor, DEFAULT_INTERCEPTOR_BUILD_TIMEOUT_MS, Intercept
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, rawHeaderValues, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
+import { TSX_CJS_REGISTER } from "../fixtures/stdio";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 
 /** What a user ships: a CommonJS module next to the config file, with builders of interceptors. */
@@ -113,6 +115,37 @@ describe("mcpInterceptors loaded from 'module:export' strings", () => {
     const failure = await buildCustomInterceptor("./lib/interceptors.js:buildHanging", configPath, 100).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(InterceptorSpecError);
     expect((failure as InterceptorSpecError).reason).toBe("the builder did not finish within 0.1 s");
+  });
+
+  test("an ES module whose import outlasts the bound is skipped, and its builder is not called when the import ends", async () => {
+    // Jest cannot import ES modules: a real node process does (the library through tsx).
+    const work = await makeTempDir("mcp-custom-esm-");
+    await writeFile(
+      path.join(work, "slow.mjs"),
+      "globalThis.built = 0;\nawait new Promise((resolve) => { globalThis.finishImport = resolve; });\n" +
+        "export const build = () => { globalThis.built += 1; return async (request, next) => next(request); };\n",
+    );
+    await writeFile(path.join(work, "extensions_config.json"), "{}");
+    const script = `
+      const { pathToFileURL } = require("node:url");
+      const { loadCustomInterceptors } = require(${JSON.stringify(path.resolve(__dirname, "../../lib/credentials"))});
+      const warnings = [];
+      const logger = { debug() {}, info() {}, warn: (m) => warnings.push(m), error() {} };
+      (async () => {
+        const loaded = await loadCustomInterceptors(["./slow.mjs:build"], ${JSON.stringify(path.join(work, "extensions_config.json"))}, logger, 100);
+        globalThis.finishImport();
+        await import(pathToFileURL(${JSON.stringify(path.join(work, "slow.mjs"))}).href);
+        await new Promise((resolve) => setImmediate(resolve));
+        process.stdout.write(JSON.stringify({ loaded: loaded.length, built: globalThis.built, warnings }));
+      })();`;
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ["--require", TSX_CJS_REGISTER, "-e", script], { cwd: work }, (err, out) => (err ? reject(err) : resolve(out))),
+    );
+    expect(JSON.parse(stdout)).toEqual({
+      loaded: 0,
+      built: 0,
+      warnings: ["MCP interceptor './slow.mjs:build': the module did not finish within 0.1 s; skipping it"],
+    });
   });
 
   test("custom interceptors run innermost: they see the credential layers' headers, and their overrides win", async () => {

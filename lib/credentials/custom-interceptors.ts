@@ -115,8 +115,11 @@ export async function buildCustomInterceptor(
   let builder: unknown;
   let interceptor: unknown;
   try {
-    interceptor = await withDeadline(async () => {
-      builder = exportOf(await loadModule(resolved.path, requireFor(createRequire(resolved.path))), resolved.exportName);
+    interceptor = await withDeadline(async (signal) => {
+      const loaded = await loadModule(resolved.path, requireFor(createRequire(resolved.path)));
+      // An import that finished after the entry was skipped: its builder is never called.
+      if (signal.aborted) return null;
+      builder = exportOf(loaded, resolved.exportName);
       if (typeof builder !== "function") {
         throw new InterceptorSpecError(
           spec,
