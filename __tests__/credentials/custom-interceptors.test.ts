@@ -133,6 +133,8 @@ describe("mcpInterceptors loaded from 'module:export' strings", () => {
       const logger = { debug() {}, info() {}, warn: (m) => warnings.push(m), error() {} };
       (async () => {
         const loaded = await loadCustomInterceptors(["./slow.mjs:build"], ${JSON.stringify(path.join(work, "extensions_config.json"))}, logger, 100);
+        // The bound may pass before the module even starts: wait until it waits, then let it finish.
+        while (typeof globalThis.finishImport !== "function") await new Promise((resolve) => setTimeout(resolve, 10));
         globalThis.finishImport();
         await import(pathToFileURL(${JSON.stringify(path.join(work, "slow.mjs"))}).href);
         await new Promise((resolve) => setImmediate(resolve));
