@@ -287,6 +287,27 @@ describe("PATCH /api/mcp/config", () => {
     expect((await readJson(file)).mcpServers.lax).toEqual({ enabled: true, command: "npx", args: ["-y", "pkg"], session_init_timeout: "30" });
   });
 
+  test("$VAR in a number or boolean field is judged as the loader reads it: resolved here, and not at all when unset", async () => {
+    const server = { command: "npx", args: ["-y", "pkg"], session_init_timeout: "$GH_TIMEOUT", enabled: "${GH_ON}" };
+    const env = { GH_TIMEOUT: "30", GH_ON: "true" };
+    const { call, file } = await setup({ env }, { mcpServers: { github: server } });
+    const body = (await call("GET", "/api/mcp/config")).json;
+    expect((await call("PUT", "/api/mcp/config", body)).status).toBe(200);
+    expect((await call("PATCH", "/api/mcp/config", { server_name: "github", enabled: true })).status).toBe(200);
+    expect((await readJson(file)).mcpServers.github).toEqual({ ...server, enabled: true });
+    // Unset here: the loader would not start it, so its settings cannot be judged; the rest still is.
+    const unset = await setup({ env: {} }, { mcpServers: { github: server } });
+    expect((await unset.call("PUT", "/api/mcp/config", body)).status).toBe(200);
+    const badArgs = await unset.call("PUT", "/api/mcp/config", { mcp_servers: { github: { ...server, args: "-y" } } });
+    expect(badArgs.status).toBe(400);
+    // Set to what is not a number: a 400 naming the field, not the value.
+    const wrong = await setup({ env: { GH_TIMEOUT: "soon-secret", GH_ON: "true" } }, { mcpServers: { github: server } });
+    const refused = await wrong.call("PUT", "/api/mcp/config", body);
+    expect(refused.status).toBe(400);
+    expect(refused.json.detail).toContain("mcp_servers.github.session_init_timeout");
+    expect(refused.text).not.toContain("soon-secret");
+  });
+
   test("enabling a server the schema refuses is a 400 naming the field; no file is a 404", async () => {
     const { call } = await setup({}, { mcpServers: { broken: { enabled: false, command: "npx", args: ["-y", "pkg"], session_init_timeout: -1 } } });
     expect((await call("PATCH", "/api/mcp/config", { server_name: "broken", enabled: false })).status).toBe(200);

@@ -5,7 +5,7 @@ import { resolveEnvReferences } from "../config/env";
 import { ConfigJsonSyntaxError, ConfigValidationError, describeConfigIssues, shownKey } from "../config/errors";
 import { parseJsonBytes } from "../config/json";
 import { toConfigIssue } from "../config/load";
-import { isDisabledServer, laxServer } from "../config/lax";
+import { isDisabledServer, laxServer, withoutSettings } from "../config/lax";
 import { ExtensionsConfigSchema, McpServerSchema } from "../config/schema";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { ConfigFile } from "./config-file";
@@ -137,7 +137,7 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
     const { field, servers } = serversOfPutBody(body);
     const written = await file.update((current) => {
       const restored = restoreOrReject(servers, current.mcpServers, field);
-      assertValidServers(restored, field);
+      assertValidServers(restored, field, env);
       for (const [name, server] of Object.entries(restored)) assertLaunchAllowed(name, server, env);
       return withServers(current, restored);
     });
@@ -156,7 +156,7 @@ export function createGatewayApp(options: GatewayAppOptions = {}): Hono {
       if (!isRecord(servers) || !Object.prototype.hasOwnProperty.call(servers, name) || !isRecord(servers[name])) throw notFound(name);
       const server = { ...servers[name], enabled };
       if (enabled) {
-        const result = McpServerSchema.safeParse(laxServer(server));
+        const result = McpServerSchema.safeParse(validationView(server, env));
         if (!result.success) throw new GatewayHttpError(400, describeIssues(result.error.issues, ["mcpServers", name]));
         assertLaunchAllowed(name, server, env);
       }
@@ -242,9 +242,22 @@ function restoreOrReject(servers: Record<string, unknown>, stored: unknown, fiel
   }
 }
 
-function assertValidServers(servers: Record<string, unknown>, field: string): void {
-  const result = ExtensionsConfigSchema.safeParse({ mcpServers: Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, laxServer(server)])) });
+function assertValidServers(servers: Record<string, unknown>, field: string, env: NodeJS.ProcessEnv): void {
+  const viewed = Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, validationView(server, env)]));
+  const result = ExtensionsConfigSchema.safeParse({ mcpServers: viewed });
   if (!result.success) throw new GatewayHttpError(400, describeIssues(result.error.issues, [], field));
+}
+
+/**
+ * A server as the loader judges it (SPEC §2.2): an enabled one with its `$VAR`s resolved from this process's
+ * environment, so `"session_init_timeout": "$TIMEOUT"` is the number it names. With a variable unset here (the loader
+ * would not start the server) its scalar settings cannot be judged: the rest of it is. The file keeps what was written.
+ */
+function validationView(server: unknown, env: NodeJS.ProcessEnv): unknown {
+  const lax = laxServer(server);
+  if (!isRecord(lax) || lax.enabled === false) return lax;
+  const { value, missing } = resolveEnvReferences(lax, env);
+  return missing.length === 0 ? laxServer(value) : withoutSettings(lax);
 }
 
 /** Screened as written and as its `$VAR`s resolve here (a reference could hide a flag). */
