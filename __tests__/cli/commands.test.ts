@@ -321,6 +321,19 @@ describe("mcp-harness check", () => {
     expect(tools.stderr).toEqual([`config file given as argument not found at ${path.join(dir, "nope.json")}`]);
   });
 
+  test("a config that cannot be read (a folder) is one line, and a JSON report with --json", async () => {
+    const dir = await makeTempDir("cli-");
+    await mkdir(path.join(dir, "folder.json"));
+    const out = io({ cwd: dir });
+    expect(await runCli(["check", "folder.json"], out)).toBe(1);
+    expect(out.stderr).toEqual([expect.stringMatching(/^Failed to read extensions config at .*folder\.json: EISDIR$/)]);
+    const json = io({ cwd: dir });
+    expect(await runCli(["check", "folder.json", "--json"], json)).toBe(1);
+    expect(JSON.parse(json.stdout.join(""))).toMatchObject({ ok: false, error: expect.stringContaining("EISDIR") });
+    const tools = io({ cwd: dir });
+    expect(await runCli(["tools", "folder.json"], tools)).toBe(1);
+  });
+
   test("no config found: exit 1 saying where it looked, exit 0 only with --allow-empty", async () => {
     const dir = await makeTempDir("cli-empty-");
     const out = io({ cwd: dir });

@@ -2,6 +2,7 @@ import {
   CONFIG_FILE_NAMES,
   CONFIG_PATH_ENV_VAR,
   ConfigFileNotFoundError,
+  ConfigReadError,
   ConfigValidationError,
   configSearchDirs,
   loadExtensionsConfig,
@@ -29,7 +30,7 @@ export async function loadForCli(configArg: string | undefined, io: CliIo, logge
         err.source === "configPath" ? `config file given as argument not found at ${err.path}` : err.message,
       );
     }
-    if (err instanceof ConfigValidationError) throw new CliConfigError(err.message);
+    if (err instanceof ConfigValidationError || err instanceof ConfigReadError) throw new CliConfigError(err.message);
     throw err;
   }
 }

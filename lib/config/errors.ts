@@ -24,6 +24,19 @@ export class ConfigValidationError extends Error {
   }
 }
 
+/** The config file exists (or was named) but could not be read: a folder, no permission. */
+export class ConfigReadError extends Error {
+  constructor(
+    readonly file: string,
+    /** The system's error code (`EISDIR`, `EACCES`), when there is one. */
+    readonly code: string | undefined,
+    reason: string,
+  ) {
+    super(`Failed to read extensions config at ${file}: ${code ?? reason}`);
+    this.name = "ConfigReadError";
+  }
+}
+
 /** The file is not JSON. `position` is a UTF-16 offset into the text, `line`/`column` are 1-based. */
 export class ConfigJsonSyntaxError extends ConfigValidationError {
   constructor(

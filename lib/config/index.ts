@@ -48,7 +48,7 @@ export { sameConnection } from "./connection";
 export { isSensitiveKey, launchCredentials } from "./sensitive";
 export { isDisabledServer, laxServer, laxTaskSettings } from "./lax";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
-export { ConfigJsonSyntaxError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
+export { ConfigJsonSyntaxError, ConfigReadError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";
 export {
   loadExtensionsConfig,
   type LoadedExtensionsConfig,

@@ -3,7 +3,7 @@ import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
-import { ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
+import { ConfigReadError, ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
 import { parseJsonBytes } from "./json";
 import { laxServer, laxTaskSettings, withoutSettings } from "./lax";
 import { resolveExtensionsConfigPath } from "./path";
@@ -71,7 +71,7 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     file = await readSignedFile(path);
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
-    throw new Error(`Failed to read extensions config at ${path}: ${reason}`, { cause: err });
+    throw new ConfigReadError(path, (err as NodeJS.ErrnoException)?.code, reason);
   }
 
   const parsed = parseJsonBytes(file.bytes, path);
