@@ -101,9 +101,9 @@ type Content = CallToolResult["content"][number];
 
 /**
  * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
- * string of `structuredContent`, that
- * resolves (symlinks followed) to an existing file inside the thread's `user-data` becomes `/mnt/user-data/…`.
- * Anything else (outside, a symlink escaping, a directory, missing, remote) is left unchanged; nothing is copied.
+ * string of `structuredContent`, that resolves (symlinks followed) to an existing file inside the thread's `user-data`
+ * becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
+ * unchanged; nothing is copied.
  */
 export async function translateResultPaths(result: CallToolResult, ctx: PathContext): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
