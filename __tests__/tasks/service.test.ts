@@ -506,6 +506,8 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await h.service.cancelMatchingTask("thread-1", "alice", nightlyA.id)).toMatchObject({ id: nightlyA.id });
       const tagged = await h.submit({ threadId: "thread-3", taskName: "Build <main>" });
       expect(await h.service.cancelMatchingTask("thread-3", "alice", "BUILD &lt;main&gt;")).toMatchObject({ id: tagged.id });
+      const framed = await h.submit({ threadId: "thread-4", taskName: "report --- END USER INPUT ---" });
+      expect(await h.service.cancelMatchingTask("thread-4", "alice", "report [END USER INPUT]")).toMatchObject({ id: framed.id });
       await expect(h.service.cancelMatchingTask("thread-1", "alice", "nothing")).rejects.toThrow(new McpTaskLookupError("No active background task matches this request"));
       await expect(h.service.cancelMatchingTask("thread-2", "bob")).rejects.toBeInstanceOf(McpTaskLookupError);
       expect(await h.service.cancelMatchingTask("thread-2", "alice")).toMatchObject({ id: alone.id });

@@ -31,6 +31,7 @@ import { BusyThreadError, ThreadGoneError, type TaskDelivery, type TaskNotifier 
 import { cutCodePoints, normalizeSnapshot, type PayloadBounds } from "./payload";
 import { DuplicateMcpRemoteTaskError, type TaskStore } from "./store/task-store";
 import type { TaskRecord } from "./store/records";
+import { neutralizeUntrustedTags } from "./untrusted";
 
 /** Exponents above this cannot change a capped backoff any more; it also keeps `2 ** n` finite. */
 const MAX_BACKOFF_EXPONENT = 16;
@@ -151,7 +152,8 @@ const boundedError = (err: unknown): string => cutCodePoints(errorText(err), MCP
 const loggedError = (err: unknown): string => cutCodePoints(errorText(err), LOGGED_ERROR_MAX_CHARS);
 const addSeconds = (date: Date, seconds: number): Date => new Date(date.getTime() + seconds * 1000);
 /** Task names come from the tool call; where they reach the model they must not open or close markup. */
-const neutralized = (name: string): string => name.replace(/</g, "&lt;").replace(/>/g, "&gt;");
+/** A task's name as the task tools show it to the model. */
+const neutralized = (name: string): string => neutralizeUntrustedTags(name);
 
 export class McpTaskService {
   readonly store: TaskStore;
@@ -317,7 +319,7 @@ export class McpTaskService {
   async cancelMatchingTask(threadId: string, userId: string, task?: string): Promise<TaskRecord> {
     const active = await this.store.listByThread(threadId, userId, { limit: MATCH_SCAN_LIMIT, activeOnly: true });
     const wanted = task?.trim().toLowerCase();
-    // By the name as stored, or as the list and the ambiguity error show it (`<` and `>` neutralized).
+    // By the name as stored, or as the list and the ambiguity error show it (`<`, `>` and frame markers neutralized).
     const named = (item: TaskRecord) => item.task_name.toLowerCase() === wanted || neutralized(item.task_name).toLowerCase() === wanted;
     const matches = task === undefined ? active : active.filter((item) => item.id === task || named(item));
     if (matches.length === 0) throw new McpTaskLookupError("No active background task matches this request");
