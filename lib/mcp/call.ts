@@ -22,7 +22,6 @@ import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
 import { startFailureText } from "../sessions/start-failure";
-import { isPlainObject } from "../shared/plain-object";
 import { boundText } from "../shared/text";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -293,16 +292,7 @@ export function withTranslatedPaths(
   protocolFields: readonly string[] = [],
 ): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
-  if (!context || !mayTranslatePaths(result, context)) return result;
-  const structured = result.structuredContent;
-  if (protocolFields.length === 0 || !isPlainObject(structured)) return translateResultPaths(result, context);
-  const rest: Record<string, unknown> = { ...structured };
-  for (const key of protocolFields) delete rest[key];
-  return translateResultPaths({ ...result, structuredContent: rest }, context).then((translated) => {
-    const restored: Record<string, unknown> = { ...translated.structuredContent };
-    for (const key of protocolFields) if (Object.hasOwn(structured, key)) restored[key] = structured[key];
-    return { ...translated, structuredContent: restored };
-  });
+  return context && mayTranslatePaths(result, context, protocolFields) ? translateResultPaths(result, context, protocolFields) : result;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {

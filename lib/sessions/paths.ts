@@ -103,11 +103,11 @@ type Content = CallToolResult["content"][number];
  * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
  * string of `structuredContent`, that resolves (symlinks followed) to an existing file inside the thread's `user-data`
  * becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
- * unchanged; nothing is copied.
+ * unchanged; nothing is copied. The top-level `structuredContent` keys in `keep` (a task's id) stay as they are.
  */
-export async function translateResultPaths(result: CallToolResult, ctx: PathContext): Promise<CallToolResult> {
+export async function translateResultPaths(result: CallToolResult, ctx: PathContext, keep: readonly string[] = []): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
-  const references = resultReferences(result);
+  const references = resultReferences(result, keep);
   if (references.size === 0 && ctx.changed.length === 0) return result;
   const root = await realpath(ctx.userData).catch(() => null);
   if (root === null) return result;
@@ -132,7 +132,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   });
   // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => rewriteText(text, virtual, []))
+    ? mapStrings(result.structuredContent, (text) => rewriteText(text, virtual, []), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
@@ -159,11 +159,11 @@ async function likelyFirst(references: ReadonlySet<string>, ctx: PathContext, ro
  * Whether `translateResultPaths` could change anything: the result names a link or a path-like word, or the call
  * changed files. Synchronous, so the usual result skips the file system and a promise.
  */
-export function mayTranslatePaths(result: CallToolResult, ctx: PathContext): boolean {
-  return ctx.changed.length > 0 || resultReferences(result).size > 0;
+export function mayTranslatePaths(result: CallToolResult, ctx: PathContext, keep: readonly string[] = []): boolean {
+  return ctx.changed.length > 0 || resultReferences(result, keep).size > 0;
 }
 
-function resultReferences(result: CallToolResult): Set<string> {
+function resultReferences(result: CallToolResult, keep: readonly string[]): Set<string> {
   const references = new Set<string>();
   const items = Array.isArray(result.content) ? result.content : [];
   for (const item of items) {
@@ -174,19 +174,23 @@ function resultReferences(result: CallToolResult): Set<string> {
     }
   }
   if (isPlainObject(result.structuredContent)) {
-    mapStrings(result.structuredContent, (text) => {
-      collectReferences(text, references);
-      return text;
-    });
+    mapStrings(
+      result.structuredContent,
+      (text) => {
+        collectReferences(text, references);
+        return text;
+      },
+      keep,
+    );
   }
   return references;
 }
 
 /**
- * `value` (JSON data) with `rewrite` applied to each string in it, at any depth; keys are kept. Only what changed is
- * rebuilt: an untouched object or array is returned as it is.
+ * `value` (JSON data) with `rewrite` applied to each string in it, at any depth, but under the top-level keys in `keep`;
+ * keys are kept. Only what changed is rebuilt: an untouched object or array is returned as it is.
  */
-function mapStrings(value: unknown, rewrite: (text: string) => string): unknown {
+function mapStrings(value: unknown, rewrite: (text: string) => string, keep: readonly string[] = []): unknown {
   if (typeof value === "string") return rewrite(value);
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
@@ -199,6 +203,7 @@ function mapStrings(value: unknown, rewrite: (text: string) => string): unknown 
   if (!isPlainObject(value)) return value;
   let out: Record<string, unknown> | undefined;
   for (const [key, item] of Object.entries(value)) {
+    if (keep.includes(key)) continue;
     const mapped = mapStrings(item, rewrite);
     if (mapped === item) continue;
     if (out === undefined) {
