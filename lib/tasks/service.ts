@@ -151,9 +151,6 @@ const errorText = (err: unknown): string => {
 const boundedError = (err: unknown): string => cutCodePoints(errorText(err), MCP_TASK_ERROR_MAX_CHARS);
 const loggedError = (err: unknown): string => cutCodePoints(errorText(err), LOGGED_ERROR_MAX_CHARS);
 const addSeconds = (date: Date, seconds: number): Date => new Date(date.getTime() + seconds * 1000);
-/** Task names come from the tool call; where they reach the model they must not open or close markup. */
-/** A task's name as the task tools show it to the model. */
-const neutralized = (name: string): string => neutralizeUntrustedTags(name);
 
 export class McpTaskService {
   readonly store: TaskStore;
@@ -320,11 +317,13 @@ export class McpTaskService {
     const active = await this.store.listByThread(threadId, userId, { limit: MATCH_SCAN_LIMIT, activeOnly: true });
     const wanted = task?.trim().toLowerCase();
     // By the name as stored, or as the list and the ambiguity error show it (`<`, `>` and frame markers neutralized).
-    const named = (item: TaskRecord) => item.task_name.toLowerCase() === wanted || neutralized(item.task_name).toLowerCase() === wanted;
+    const named = (item: TaskRecord) =>
+      item.task_name.toLowerCase() === wanted || neutralizeUntrustedTags(item.task_name).toLowerCase() === wanted;
     const matches = task === undefined ? active : active.filter((item) => item.id === task || named(item));
     if (matches.length === 0) throw new McpTaskLookupError("No active background task matches this request");
     if (matches.length > 1) {
-      const names = matches.slice(0, AMBIGUOUS_NAMES_SHOWN).map((m) => neutralized(m.task_name));
+      // Task names come from the tool call: shown as the task tools show them, they open or close no markup.
+      const names = matches.slice(0, AMBIGUOUS_NAMES_SHOWN).map((m) => neutralizeUntrustedTags(m.task_name));
       throw new AmbiguousMcpTaskError(`More than one active background task matches; specify one task name: ${names.join(", ")}`);
     }
     const row = await this.store.requestCancel(matches[0].id, userId, threadId);
