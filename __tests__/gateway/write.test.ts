@@ -4,7 +4,7 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, stat, symlink, utimes
 import { hostname } from "node:os";
 import * as path from "node:path";
 import { createGatewayApp, type GatewayUser } from "../../lib";
-import { lockPathOf, withConfigWriteLock } from "../../lib/gateway/file-lock";
+import { breakLockPathOf, breakStaleLock, lockPathOf, lockState, withConfigWriteLock, withFileLock } from "../../lib/gateway/file-lock";
 import { atomicWriteFile, resolveWriteTarget, type WriteStep } from "../../lib/gateway/write";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 
@@ -149,6 +149,40 @@ describe("the sidecar file lock", () => {
       await writeFile(lockPathOf(file), theirs);
     });
     expect(await readFile(lockPathOf(file), "utf8")).toBe(theirs);
+  });
+
+  test("a breaker that judged a lock stale leaves alone the lock another breaker took meanwhile", async () => {
+    const dir = await makeTempDir("gateway-lock-");
+    const file = await writeConfig(dir, {});
+    const lockPath = lockPathOf(file);
+    await writeFile(lockPath, JSON.stringify({ pid: await exitedPid(), host: hostname(), token: "dead", at: Date.now() }));
+    // This breaker read the dead owner's lock; before it acts, another process breaks it and takes the lock.
+    const seen = await lockState(lockPath, 30_000);
+    if (seen === "gone" || seen === "live") throw new Error(`expected a stale lock, got ${seen}`);
+    await withFileLock(file, async () => {
+      const taken = await readFile(lockPath, "utf8");
+      expect(await breakStaleLock(lockPath, seen.stale, 30_000)).toBe(false);
+      expect(await readFile(lockPath, "utf8")).toBe(taken);
+    });
+    expect(await readdir(dir)).toEqual(["extensions_config.json"]);
+  });
+
+  test("breakers take turns on the break lock; one left by a breaker that died is cleared for the next attempt", async () => {
+    const dir = await makeTempDir("gateway-lock-");
+    const file = await writeConfig(dir, {});
+    const lockPath = lockPathOf(file);
+    const stale = JSON.stringify({ pid: await exitedPid(), host: hostname(), token: "dead", at: Date.now() });
+    await writeFile(lockPath, stale);
+    // Another breaker is at work: nothing is deleted.
+    await writeFile(breakLockPathOf(lockPath), JSON.stringify({ pid: process.pid, host: hostname(), token: "breaking", at: Date.now() }));
+    expect(await breakStaleLock(lockPath, stale, 30_000)).toBe(false);
+    expect(await readFile(lockPath, "utf8")).toBe(stale);
+    // That breaker died holding the break lock: this attempt clears it, the next one breaks the stale lock.
+    await writeFile(breakLockPathOf(lockPath), JSON.stringify({ pid: await exitedPid(), host: hostname(), token: "died", at: Date.now() }));
+    expect(await breakStaleLock(lockPath, stale, 30_000)).toBe(false);
+    expect(await readFile(lockPath, "utf8")).toBe(stale);
+    expect(await breakStaleLock(lockPath, stale, 30_000)).toBe(true);
+    expect(await readdir(dir)).toEqual(["extensions_config.json"]);
   });
 
   test("in one process, writers queue on the process lock: each read-modify-write sees the previous one", async () => {

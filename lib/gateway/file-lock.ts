@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, open, readFile, rename, stat, unlink } from "node:fs/promises";
+import { open, readFile, stat, unlink } from "node:fs/promises";
 import { hostname } from "node:os";
 import * as nodePath from "node:path";
 import { processExists } from "../shared/process";
@@ -13,10 +13,11 @@ import { processExists } from "../shared/process";
  *
  * A lock file is stale when its owner is a process of this host that no longer runs, or when it is
  * older than `staleMs` (a holder on another host, a reused pid, a file left half-written). A stale lock
- * is moved aside with `rename` (atomic: only one breaker gets it), re-read, and deleted only if it is
- * still the stale one; if a live lock was moved by mistake it is linked back. Residual: a holder whose
- * lock is judged stale by age while it still works (a write longer than `staleMs`), and the narrow race
- * where a moved-back live lock meets a new holder; both need a write that stalls for `staleMs`.
+ * is removed only under a second sidecar lock, `.<name>.lock.break`, held for the few milliseconds it
+ * takes to read the lock again and delete it if it is still the stale one: breakers take turns, so one
+ * can never delete the lock another breaker's winner has just taken. Residual: a holder whose lock is
+ * judged stale by age while it still works (a write longer than `staleMs`), and a breaker that dies
+ * holding the break lock, whose stale break lock two later breakers may then both remove.
  */
 
 export interface FileLockOptions {
@@ -90,25 +91,34 @@ async function acquire(lockPath: string, token: string, options: FileLockOptions
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const staleMs = options.staleMs ?? DEFAULT_STALE_MS;
   const deadline = Date.now() + timeoutMs;
-  const owner: LockOwner = { pid: process.pid, host: hostname(), token, at: Date.now() };
   let delay = FIRST_RETRY_MS;
   for (;;) {
-    try {
-      const handle = await open(lockPath, "wx", 0o600);
-      try {
-        await handle.writeFile(JSON.stringify(owner), "utf8");
-      } finally {
-        await handle.close();
-      }
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    if (await breakIfStale(lockPath, staleMs)) continue;
+    if (await createLock(lockPath, token)) return;
+    const state = await lockState(lockPath, staleMs);
+    if (state === "gone") continue; // released meanwhile: retry now
+    if (state !== "live" && (await breakStaleLock(lockPath, state.stale, staleMs))) continue;
     if (Date.now() >= deadline) throw new ConfigLockTimeoutError(lockPath);
     await new Promise((resolve) => setTimeout(resolve, delay + Math.random() * delay));
     delay = Math.min(MAX_RETRY_MS, delay * 2);
   }
+}
+
+/** Creates the lock file holding our owner record; `false` when it exists already. */
+async function createLock(lockPath: string, token: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(lockPath, "wx", 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+  try {
+    const owner: LockOwner = { pid: process.pid, host: hostname(), token, at: Date.now() };
+    await handle.writeFile(JSON.stringify(owner), "utf8");
+  } finally {
+    await handle.close();
+  }
+  return true;
 }
 
 async function release(lockPath: string, token: string): Promise<void> {
@@ -124,38 +134,57 @@ async function readOwner(lockPath: string): Promise<LockOwner | null> {
   }
 }
 
-/** `true` when a stale lock was removed (the caller retries at once). */
-async function breakIfStale(lockPath: string, staleMs: number): Promise<boolean> {
+/** A lock file as a waiting process sees it: gone, held by a live owner, or stale (with the text it holds). */
+export type LockState = "gone" | "live" | { stale: string };
+
+export async function lockState(lockPath: string, staleMs: number): Promise<LockState> {
   let text: string;
   let mtimeMs: number;
   try {
     [text, mtimeMs] = await Promise.all([readFile(lockPath, "utf8"), stat(lockPath).then((s) => s.mtimeMs)]);
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "ENOENT"; // released meanwhile: retry now
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "gone";
+    throw err;
   }
   const owner = parseOwner(text);
   const old = Date.now() - mtimeMs > staleMs;
   const deadOwner = owner !== null && owner.host === hostname() && !processExists(owner.pid);
-  if (!old && !deadOwner) return false;
+  return old || deadOwner ? { stale: text } : "live";
+}
 
-  const aside = `${lockPath}.stale-${randomBytes(6).toString("hex")}`;
+export function breakLockPathOf(lockPath: string): string {
+  return `${lockPath}.break`;
+}
+
+/**
+ * Deletes the lock at `lockPath` if it still holds `staleText`, under the break lock. `true` when the lock is gone
+ * (the caller retries at once); `false` when it changed (someone else broke it and took it) or another breaker is at
+ * work. A break lock left by a breaker that died is removed for the next attempt.
+ */
+export async function breakStaleLock(lockPath: string, staleText: string, staleMs: number): Promise<boolean> {
+  const breakPath = breakLockPathOf(lockPath);
+  const token = randomBytes(12).toString("hex");
+  if (!(await createLock(breakPath, token))) {
+    const state = await lockState(breakPath, staleMs);
+    if (state !== "gone" && state !== "live") await unlink(breakPath).catch(() => undefined);
+    return false;
+  }
   try {
-    await rename(lockPath, aside);
-  } catch {
-    return false; // someone else broke or released it
+    let current: string;
+    try {
+      current = await readFile(lockPath, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return true;
+      throw err;
+    }
+    if (current !== staleText) return false;
+    await unlink(lockPath).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err;
+    });
+    return true;
+  } finally {
+    await release(breakPath, token);
   }
-  let movedText = "";
-  try {
-    movedText = await readFile(aside, "utf8");
-  } catch {
-    // vanished: nothing to restore
-  }
-  if (movedText !== text) {
-    // We moved a lock taken after our read: put it back unless a new one exists already.
-    await link(aside, lockPath).catch(() => undefined);
-  }
-  await unlink(aside).catch(() => undefined);
-  return movedText === text;
 }
 
 function parseOwner(text: string): LockOwner | null {
