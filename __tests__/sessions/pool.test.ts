@@ -3,6 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
+import { sessionScope } from "../../lib/sessions/scope";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -183,6 +184,79 @@ describe("a stdio child that died while its pipes stay open", () => {
       second.release();
       expect(second.session).not.toBe(first.session);
       expect(second.session.pid).not.toBe(pid);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe("a stdio child that dies during a call while its pipes stay open", () => {
+  test("the call fails at once with the closed connection, is not replayed, and the scope's next call gets a new child", async () => {
+    const launch = stdioFixture({ name: "local", toolNames: ["pid", "slow"] });
+    const marker = `32.${process.pid}${Date.now() % 1000}`;
+    // The background `sleep` holds the child's stdout open for far longer than the test runs.
+    const server = McpServerSchema.parse({
+      type: "stdio",
+      command: "sh",
+      args: ["-c", `sleep ${marker} & exec "$0" "$@"`, launch.command, ...launch.args],
+      env: launch.env,
+    });
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      const pid = lease.session.pid!;
+      // No timeout of its own: only the child's exit can end this call.
+      const call = lease.session.client.callTool({ name: "slow", arguments: { ms: 60_000 } }, undefined, { timeout: 2 ** 31 - 1 });
+      process.kill(pid, "SIGKILL");
+      await expect(call).rejects.toThrow("Connection closed");
+      lease.release();
+      expect(pool.size()).toBe(0);
+      const next = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      next.release();
+      expect(next.session.pid).not.toBe(pid);
+    } finally {
+      await pool.close();
+      for (const sleeper of pidsWithMarker(marker)) process.kill(sleeper, "SIGKILL");
+    }
+  });
+});
+
+describe("a stdio creation that fails", () => {
+  test("close() returns only once its child is gone, also one that ignores the end of its stdin", async () => {
+    const marker = `31.${process.pid}${Date.now() % 1000}`;
+    // Never answers initialize and outlives stdin EOF (a slow package download, say): the SDK's close escalates to signals.
+    const server = McpServerSchema.parse({ type: "stdio", command: "sh", args: ["-c", `exec sleep ${marker}`] });
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      await expect(pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: 200 })).rejects.toThrow();
+      expect(pidsWithMarker(marker)).toHaveLength(1);
+    } finally {
+      await pool.close();
+    }
+    expect(pidsWithMarker(marker)).toEqual([]);
+  });
+
+  test("at the bound, a cancelled or failing creation evicts no other scope's child", async () => {
+    const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"] }) });
+    const broken = McpServerSchema.parse({ type: "stdio", command: "/nonexistent/mcp-server" });
+    const pool = new SessionPool(new RecordingLogger(), { maxStdioSessions: 1, dataDir: await makeTempDir("pool-bound-") });
+    const opts = (user: string, signal?: AbortSignal) => ({ headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope(user, "t"), signal });
+    try {
+      const alice = await pool.acquire("local", server, opts("alice"));
+      alice.release();
+      const cancelled = AbortSignal.abort(new Error("run cancelled"));
+      await expect(pool.acquire("local", server, opts("bob", cancelled))).rejects.toThrow("run cancelled");
+      expect(pool.live).toBe(1); // nothing was started for bob
+      await expect(pool.acquire("broken", broken, opts("carol"))).rejects.toMatchObject({ code: "ENOENT" });
+      expect(alive(alice.session.pid!)).toBe(true);
+      const again = pool.tryAcquire("local", server, opts("alice"));
+      expect(again?.session).toBe(alice.session);
+      again!.release();
+      // A creation that comes up does make room: the least recently used child goes.
+      const dave = await pool.acquire("local", server, opts("dave"));
+      dave.release();
+      expect(await waitUntil(() => !alive(alice.session.pid!))).toBe(true);
+      expect(pool.size()).toBe(1);
     } finally {
       await pool.close();
     }

@@ -11,6 +11,7 @@ import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
+import { exited, onChildStart, whenGone } from "./child";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -173,6 +174,8 @@ export class SessionPool {
 
   async acquire(serverName: string, server: McpServerConfig, opts: AcquireOptions): Promise<SessionLease> {
     if (this.retired) throw new Error("MCP session pool was retired; reload the tools");
+    // A cancelled caller starts nothing (and so evicts nobody).
+    opts.signal?.throwIfAborted();
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     let entry = this.entries.get(key);
     if (entry?.exited?.()) {
@@ -189,10 +192,9 @@ export class SessionPool {
       created = true;
     }
     entry.inFlight += 1;
-    if (created) {
-      if (entry.closesWhenIdle) this.trim(serverName);
-      else this.evictStdio();
-    }
+    // A stdio child is evicted to make room only once the new session is up (in `connect`): a creation that fails
+    // or is cancelled costs no other scope its child.
+    if (created && entry.closesWhenIdle) this.trim(serverName);
     let session = entry.session;
     if (!session) {
       try {
@@ -367,6 +369,14 @@ export class SessionPool {
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
     });
     client.onclose = () => this.forget(entry);
+    let child: ChildProcess | undefined;
+    if (stdio) {
+      onChildStart(transport, (started) => {
+        child = started;
+        // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
+        whenGone(started, () => transport.onclose?.());
+      });
+    }
     try {
       await withDeadline(
         (signal) => client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) }),
@@ -376,6 +386,8 @@ export class SessionPool {
     } catch (err) {
       this.forget(entry);
       await client.close().catch(() => undefined);
+      // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it.
+      if (child) this.track(exited(child));
       throw err;
     }
     const session: McpSession = {
@@ -406,6 +418,8 @@ export class SessionPool {
     if (this.retired) {
       entry.closing = true;
       if (entry.inFlight === 0) void this.closeEntry(entry);
+    } else if (stdio) {
+      this.evictStdio();
     }
     return session;
   }
@@ -434,13 +448,15 @@ export class SessionPool {
 
   /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */
   private closeEntry(entry: Entry, reason: unknown = new Error("MCP session closed while connecting")): Promise<void> {
-    if (!entry.closed) {
-      const closed = this.closeOnce(entry, reason);
-      entry.closed = closed;
-      this.closings.add(closed);
-      void closed.finally(() => this.closings.delete(closed)).catch(() => undefined);
-    }
+    if (!entry.closed) entry.closed = this.track(this.closeOnce(entry, reason));
     return entry.closed;
+  }
+
+  /** A closing that `close()` waits for. */
+  private track(closing: Promise<void>): Promise<void> {
+    this.closings.add(closing);
+    void closing.finally(() => this.closings.delete(closing)).catch(() => undefined);
+    return closing;
   }
 
   private async closeOnce(entry: Entry, reason: unknown): Promise<void> {

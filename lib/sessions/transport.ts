@@ -5,7 +5,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
-import { boundText } from "../shared/text";
+import { boundText, escapeControls } from "../shared/text";
 import { LineSplitter } from "./lines";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -51,7 +51,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       // redaction), scrubbed by the splitter and bounded, instead of the parent's stderr.
       const lines = new LineSplitter(STDERR_PENDING_LIMIT, opts.redact);
       const log = (line: string) => {
-        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(line, STDERR_LINE_LIMIT)}`);
+        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(escapeControls(line), STDERR_LINE_LIMIT)}`);
       };
       transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
       transport.stderr?.on("end", () => lines.flush().forEach(log));

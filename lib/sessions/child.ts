@@ -1,0 +1,72 @@
+import { ChildProcess } from "node:child_process";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+
+/** How long a child that outlived its transport's close gets before it is killed (the SDK escalates within ~4 s). */
+export const CHILD_EXIT_GRACE_MS = 5_000;
+
+/**
+ * Calls `onStart(child)` with the process a stdio transport spawns, as soon as it is spawned (the SDK keeps it in a
+ * private field of SDK 1.x and clears that field when it starts closing; without the field nothing is reported).
+ */
+export function onChildStart(transport: Transport, onStart: (child: ChildProcess) => void): void {
+  const start = transport.start.bind(transport);
+  transport.start = () => {
+    const started = start();
+    const child = (transport as { _process?: unknown })._process;
+    if (child instanceof ChildProcess) onStart(child);
+    return started;
+  };
+}
+
+function hasExited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null || child.pid === undefined;
+}
+
+/**
+ * Calls `onGone` when the child has exited and what it wrote before has been read, unless its pipes close first (the
+ * transport then reports the close itself). A grandchild that inherited the child's stdout keeps those pipes open, so
+ * without this the transport would never learn that its server is gone. "Read" means: one turn of the event loop went
+ * by without new output (a dead process writes no more, and what it wrote is read in that turn's poll).
+ */
+export function whenGone(child: ChildProcess, onGone: () => void): void {
+  let closed = false;
+  child.once("close", () => {
+    closed = true;
+  });
+  child.once("exit", () => {
+    let fresh = true;
+    const onData = () => {
+      fresh = true;
+    };
+    child.stdout?.on("data", onData);
+    const check = () => {
+      if (!closed && fresh) {
+        fresh = false;
+        setImmediate(check);
+        return;
+      }
+      child.stdout?.off("data", onData);
+      if (closed) return;
+      onGone();
+      // Our ends of the pipes (the grandchild holds the others).
+      child.stdin?.destroy();
+      child.stdout?.destroy();
+      child.stderr?.destroy();
+    };
+    check();
+  });
+}
+
+/** Resolves once the child has exited; kills it after `graceMs` if it still runs (its close was already asked for). */
+export function exited(child: ChildProcess, graceMs = CHILD_EXIT_GRACE_MS): Promise<void> {
+  if (hasExited(child)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      if (!hasExited(child)) child.kill("SIGKILL");
+    }, graceMs);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
