@@ -28,6 +28,8 @@ beforeAll(async () => {
   await mkdir(path.join(workspace, "dir"), { recursive: true });
   await mkdir(path.join(workspace, "a"), { recursive: true });
   await mkdir(path.join(workspace, "b"), { recursive: true });
+  await mkdir(path.join(workspace, "many"), { recursive: true });
+  for (let i = 0; i < 300; i += 1) await writeFile(path.join(workspace, "many", `f${String(i).padStart(3, "0")}.txt`), "x");
   for (const file of ["report.txt", "sub/data.csv", "my file.txt", "a/x.txt", "b/x.txt", "cost$$.txt", "a$&b.txt", "2024.csv", "final report.txt"]) {
     await writeFile(path.join(workspace, file), "x");
   }
@@ -68,6 +70,15 @@ describe("path translation", () => {
       () => `{"source":"https://example.com/data.csv","saved":"${workspace}/report.txt"}`,
       `{"source":"https://example.com/data.csv","saved":"${V}/workspace/report.txt"}`,
     ],
+    ["a path glued to the URL that follows it (a CSV row)", () => `${workspace}/report.txt,https://example.com/r.csv`, `${V}/workspace/report.txt,https://example.com/r.csv`],
+    ["a markdown link's text", () => `[${workspace}/report.txt](https://example.com/x)`, `[${V}/workspace/report.txt](https://example.com/x)`],
+    ["a path after a label and a colon", () => `saved:${workspace}/report.txt`, `saved:${V}/workspace/report.txt`],
+    ["a path in curly quotes", () => `“${workspace}/report.txt”`, `“${V}/workspace/report.txt”`],
+    ["a path before CJK punctuation", () => `已保存到 ${workspace}/report.txt。`, `已保存到 ${V}/workspace/report.txt。`],
+    ["a path with an ellipsis after it", () => `${workspace}/report.txt…`, `${V}/workspace/report.txt…`],
+    ["a path with a line and column after it", () => `${workspace}/report.txt:12:3: error`, `${V}/workspace/report.txt:12:3: error`],
+    ["a file://localhost URI", () => `see file://localhost${workspace}/report.txt`, `see ${V}/workspace/report.txt`],
+    ["an upper-case FILE:// URI", () => `see FILE://${workspace}/report.txt`, `see ${V}/workspace/report.txt`],
     [
       "a path after a URL in HTML",
       () => `<a href="https://example.com/x?f=/y">${workspace}/report.txt</a>`,
@@ -91,6 +102,8 @@ describe("path translation", () => {
     ["a relative path inside a longer word (Unicode letters are word characters)", () => "see ésub/data.csv"],
     ["a path in a URL's query", () => `get http://h.example/?p=${workspace}/report.txt`],
     ["a path in a quoted URL's query", () => `"https://h.example/x?f=./sub/data.csv"`],
+    ["a relative path glued to a word by '+' (my+sub/… is not sub/…)", () => "open my+sub/data.csv"],
+    ["a path with a line number that is not a file either way", () => `${workspace}/nope.txt:12`],
   ])("left unchanged: %s", async (_name, input) => {
     expect(await text(input())).toBe(input());
   });
@@ -125,6 +138,27 @@ describe("path translation", () => {
     expect((await text(`${dates}\nreport at ${workspace}/report.txt and sub/data.csv`)).split("\n").at(-1)).toBe(
       `report at ${V}/workspace/report.txt and ${V}/workspace/sub/data.csv`,
     );
+  });
+
+  test("paths of files the call wrote are rewritten however many there are (not only the first 256 references)", async () => {
+    const names = Array.from({ length: 300 }, (_, i) => `many/f${String(i).padStart(3, "0")}.txt`);
+    const input = names.map((name) => `wrote ${workspace}/${name}`).join("\n");
+    expect(await text(input, names)).toBe(names.map((name) => `wrote ${V}/workspace/${name}`).join("\n"));
+  });
+
+  // No timer: resolving and matching every changed name against the text took about 1 ms per name.
+  test("a call that changed 20,000 files costs a lookup per name, not a file-system call and a scan of the text", async () => {
+    const changed = [...Array.from({ length: 20_000 }, (_, i) => `gen/part-${i}.bin`), "report.txt"];
+    expect(await text("extracted; see report.txt", changed)).toBe(`extracted; see ${V}/workspace/report.txt`);
+    // Only a name the text holds is resolved (each resolved name's path is checked against the redaction).
+    const scrubbed: string[] = [];
+    const ctx = { ...context([...Array.from({ length: 300 }, (_, i) => `many/f${String(i).padStart(3, "0")}.txt`), "report.txt"]) };
+    const result = await translateResultPaths(
+      { content: [{ type: "text", text: "see report.txt" }] },
+      { ...ctx, scrub: (value) => (scrubbed.push(value), value) },
+    );
+    expect((result.content[0] as { text: string }).text).toBe(`see ${V}/workspace/report.txt`);
+    expect(scrubbed).toEqual([`${V}/workspace/report.txt`]);
   });
 
   test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {
@@ -166,6 +200,17 @@ describe("path translation", () => {
       note: `see ${V}/workspace/report.txt.`,
       count: 3,
       none: null,
+    });
+    // A value that is one whole path is read whole, spaces and all; in free text a space still ends a path.
+    const spaced = {
+      whole: ` ${workspace}/final report.txt `,
+      file: pathToFileURL(path.join(workspace, "my file.txt")).href.replace("%20", " "),
+      text: `see ${workspace}/final report.txt`,
+    };
+    expect((await translateResultPaths({ content: [], structuredContent: spaced }, context())).structuredContent).toEqual({
+      whole: ` ${V}/workspace/final report.txt `,
+      file: `${V}/workspace/my file.txt`,
+      text: `see ${workspace}/final report.txt`,
     });
     // A key "__proto__" (JSON.parse makes it an own key) stays a key of the copy.
     const withProto = JSON.parse(`{"__proto__":{"k":"v"},"p":"${workspace}/report.txt"}`) as Record<string, unknown>;

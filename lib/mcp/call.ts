@@ -23,6 +23,7 @@ import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
 import { startFailureText } from "../sessions/start-failure";
 import { boundText } from "../shared/text";
+import { nestsDeeperThan } from "../shared/plain-object";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
 
@@ -97,6 +98,13 @@ function reconfiguredText(record: McpToolRecord): string {
     `MCP tool '${record.rawName}' on server '${record.server}' was not called: the server's configuration changed while ` +
     "the call was being prepared; call it again"
   );
+}
+
+/** How deep arrays and objects may nest in a result (below JSON.stringify's and our walkers' recursion limits). */
+export const MAX_RESULT_DEPTH = 512;
+
+function tooDeepText(record: McpToolRecord): string {
+  return `MCP tool '${record.rawName}' on server '${record.server}' failed: its result nests deeper than ${MAX_RESULT_DEPTH} levels and was not read`;
 }
 
 function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
@@ -369,6 +377,10 @@ export async function runDirectCall(
       sendToServer(target, record, runtime, signal, secrets, workspace),
     );
     const outcome = await chain(request);
+    // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
+    if (!isCommand(outcome) && !ToolMessage.isInstance(outcome) && nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) {
+      throw ownText(new McpToolCallError(tooDeepText(record)));
+    }
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
     unscrubbed(secrets.all());
     return outcome;

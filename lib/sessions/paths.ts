@@ -25,10 +25,11 @@ const WORD = String.raw`\p{L}\p{N}\p{M}_`;
 /**
  * Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). A
  * `dir/…` reference starts where its run of name characters starts: within a run the pattern would be tried from
- * every position (quadratic in a long word), and `é/x` would match as `/x`.
+ * every position (quadratic in a long word), and `é/x` would match as `/x`; nor does it start right after a character
+ * that glues names together (`my+sub/x` is not `sub/x`).
  */
 const PATH_PATTERN = new RegExp(
-  String.raw`(?:file:\/\/)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
+  String.raw`(?:[Ff][Ii][Ll][Ee]:\/\/(?:localhost)?)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.+@~%#$&!-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
   "gu",
 );
 /**
@@ -67,7 +68,12 @@ function forEachPathToken(text: string, visit: (start: number, end: number) => v
   let urlStart = -1;
   for (let i = 0; i <= text.length; i += 1) {
     const code = i === text.length ? -1 : text.charCodeAt(i);
-    if (code === COLON && urlStart < 0 && text.startsWith("//", i + 1) && !isFileScheme(text, i)) urlStart = i;
+    if (code === COLON && urlStart < 0 && text.startsWith("//", i + 1) && !isFileScheme(text, i)) {
+      urlStart = i;
+      // What the token held before the scheme (`/x/r.csv,https://…`) is text of its own.
+      const scheme = schemeStart(text, start < 0 ? i : start, i);
+      if (start >= 0 && slash && scheme > start && scheme - start <= MAX_TOKEN_CHARS) visit(start, scheme);
+    }
     if (code === -1 || isSeparator(code)) {
       if (start >= 0 && slash && urlStart < 0 && i - start <= MAX_TOKEN_CHARS) visit(start, i);
       start = -1;
@@ -85,6 +91,13 @@ function forEachPathToken(text: string, visit: (start: number, end: number) => v
 
 const COLON = 0x3a;
 
+/** Where the scheme ending at the `:` at `colon` starts (not before `from`). */
+function schemeStart(text: string, from: number, colon: number): number {
+  let at = colon;
+  while (at > from && /[A-Za-z0-9+.-]/.test(text[at - 1])) at -= 1;
+  return at;
+}
+
 /** Whether the scheme ending at the `:` at `colon` is `file`. */
 function isFileScheme(text: string, colon: number): boolean {
   return colon >= 4 && text.slice(colon - 4, colon).toLowerCase() === "file" && (colon === 4 || !/[A-Za-z0-9+.-]/.test(text[colon - 5]));
@@ -93,7 +106,10 @@ function isFileScheme(text: string, colon: number): boolean {
 function isWhitespace(code: number): boolean {
   return code === 32 || (code >= 9 && code <= 13) || (code >= 128 && /\s/.test(String.fromCharCode(code)));
 }
-const TRAILING = /[.,;:!?)\]}>"'`]+$/;
+/** Punctuation that ends a sentence or closes a bracket or quote after a path, ASCII or not (`”`, `。`, `…`). */
+const TRAILING = /[.,;:!?()[\]{}>"'`\p{Pe}\p{Pf}。，、；：！？…]+$/u;
+/** A compiler-style position after a path (`report.txt:12:3`): tried without it when the whole does not resolve. */
+const LINE_SUFFIX = /:\d+(?::\d+)?$/;
 /** At most this many distinct references are resolved per result. */
 const MAX_REFERENCES = 256;
 
@@ -112,16 +128,24 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const root = await realpath(ctx.userData).catch(() => null);
   if (root === null) return result;
   const virtual = new Map<string, string>();
+  // A path the call itself wrote is known without the file system, and never counts against the bound.
+  const changed = new Set(ctx.changed);
+  const others: string[] = [];
+  for (const reference of references) {
+    const mapped = changed.has(reference) ? virtualOf(reference, ctx.userData) : undefined;
+    if (mapped === undefined) others.push(reference);
+    else if (ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
+  }
   await Promise.all(
-    (await likelyFirst(references, ctx, root)).slice(0, MAX_REFERENCES).map(async (reference) => {
+    (await likelyFirst(others, ctx, root)).slice(0, MAX_REFERENCES).map(async (reference) => {
       const mapped = await toVirtualPath(reference, ctx.cwd, root);
       if (mapped !== null && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
     }),
   );
-  const bareNames = await uniqueChangedNames(ctx.changed, root, ctx.scrub);
+  const bareNames = await uniqueChangedNames(ctx.changed, freeTexts(items), root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
-  const patterns = bareNamePatterns(bareNames);
-  const rewrite = (text: string) => rewriteText(text, virtual, patterns);
+  const pattern = bareNamePattern(bareNames);
+  const rewrite = (text: string) => rewriteText(text, virtual, pattern);
   const content = items.map((item): Content => {
     if (item.type === "text") return { ...item, text: rewrite(item.text) };
     if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
@@ -132,7 +156,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   });
   // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => rewriteText(text, virtual, []), keep)
+    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
@@ -142,17 +166,17 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
  * not spent on words that only look like paths (dates, fractions): `file://` links and absolute paths into the
  * user-data folder or the child's cwd, then relative ones whose first segment is an entry of the cwd, then the rest.
  */
-async function likelyFirst(references: ReadonlySet<string>, ctx: PathContext, root: string): Promise<string[]> {
-  if (references.size <= MAX_REFERENCES) return [...references];
+async function likelyFirst(references: readonly string[], ctx: PathContext, root: string): Promise<readonly string[]> {
+  if (references.length <= MAX_REFERENCES) return references;
   const prefixes = [ctx.userData, root, ctx.cwd].map((dir) => dir + nodePath.sep);
   const entries = new Set(await readdir(ctx.cwd).catch(() => []));
   const rank = (reference: string): number => {
-    if (reference.startsWith("file://")) return 0;
+    if (isFileUrl(reference)) return 0;
     if (nodePath.isAbsolute(reference)) return prefixes.some((prefix) => reference.startsWith(prefix)) ? 0 : 2;
     const first = reference.replace(/^\.\//, "").split("/", 1)[0];
     return first === ".." || entries.has(first) ? 1 : 2;
   };
-  return [...references].map((reference) => ({ reference, rank: rank(reference) })).sort((a, b) => a.rank - b.rank).map((r) => r.reference);
+  return references.map((reference) => ({ reference, rank: rank(reference) })).sort((a, b) => a.rank - b.rank).map((r) => r.reference);
 }
 
 /**
@@ -178,6 +202,8 @@ function resultReferences(result: CallToolResult, keep: readonly string[]): Set<
       result.structuredContent,
       (text) => {
         collectReferences(text, references);
+        const whole = wholeReference(text);
+        if (whole !== undefined) references.add(whole);
         return text;
       },
       keep,
@@ -219,21 +245,38 @@ function mapStrings(value: unknown, rewrite: (text: string) => string, keep: rea
 function forEachMatch(token: string, visit: (reference: string, at: number) => void): void {
   for (const match of token.matchAll(PATH_PATTERN)) {
     const at = match.index!;
-    // After a scheme (`https://host/…`, `file:/…`): part of a URL, not a path of its own.
-    if (at > 0 && token[at - 1] === ":") continue;
+    // `file:/…` is a URI (not ours to shorten); after another word and a colon it is a label (`saved:/…`). URLs with
+    // `//` never reach here.
+    if (at >= 5 && token.slice(at - 5, at).toLowerCase() === "file:") continue;
     const reference = match[0].replace(TRAILING, "");
     if (reference !== "") visit(reference, at);
   }
 }
 
 function collectReferences(text: string, into: Set<string>): void {
-  forEachPathToken(text, (start, end) => forEachMatch(text.slice(start, end), (reference) => into.add(reference)));
+  forEachPathToken(text, (start, end) =>
+    forEachMatch(text.slice(start, end), (reference) => {
+      into.add(reference);
+      const lineless = reference.replace(LINE_SUFFIX, "");
+      if (lineless !== reference) into.add(lineless);
+    }),
+  );
+}
+
+/**
+ * A `structuredContent` string that is one whole path (`/data/My Reports/q1.csv`): a value there is a path as it
+ * stands, spaces and all, where free text would be cut at them. `undefined` when the string is not shaped like one.
+ */
+function wholeReference(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (trimmed.length > MAX_TOKEN_CHARS || !/\s/.test(trimmed) || /[\n\r]/.test(trimmed)) return undefined;
+  return isFileUrl(trimmed) || /^\.{0,2}\//.test(trimmed) ? trimmed : undefined;
 }
 
 /** The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path), else `null`. */
 async function toVirtualPath(reference: string, cwd: string, root: string): Promise<string | null> {
   let local: string;
-  if (reference.startsWith("file://")) {
+  if (isFileUrl(reference)) {
     try {
       local = fileURLToPath(reference);
     } catch {
@@ -254,9 +297,23 @@ async function toVirtualPath(reference: string, cwd: string, root: string): Prom
   }
 }
 
-/** Base names shared by exactly one changed file inside `root`, each with its virtual path (none needing `scrub`). */
+/** The free text of a result, where bare file names are rewritten (not `structuredContent`: a name there is data). */
+function freeTexts(items: readonly Content[]): string[] {
+  const texts: string[] = [];
+  for (const item of items) {
+    if (item.type === "text") texts.push(item.text);
+    else if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") texts.push(item.resource.text);
+  }
+  return texts;
+}
+
+/**
+ * Base names shared by exactly one changed file inside `root` and found in one of `texts`, each with its virtual path
+ * (none needing `scrub`). Only names that occur are resolved: a call that wrote thousands of files costs a lookup each.
+ */
 async function uniqueChangedNames(
   changed: readonly string[],
+  texts: readonly string[],
   root: string,
   scrub: (text: string) => string,
 ): Promise<Map<string, string>> {
@@ -268,7 +325,7 @@ async function uniqueChangedNames(
   const unique = new Map<string, string>();
   await Promise.all(
     [...byName].map(async ([name, file]) => {
-      if (file === null) return;
+      if (file === null || !texts.some((text) => text.includes(name))) return;
       const resolved = await realpath(file).catch(() => null);
       if (resolved === null || !isInside(resolved, root)) return;
       const mapped = virtualOf(resolved, root);
@@ -278,12 +335,19 @@ async function uniqueChangedNames(
   return unique;
 }
 
-/** Each bare name's pattern (not inside a longer name, not a directory segment) with its virtual path. */
-function bareNamePatterns(bareNames: ReadonlyMap<string, string>): [RegExp, string][] {
-  return [...bareNames].map(([name, mapped]) => [
-    new RegExp(`(?<![${WORD}./-])${escapeRegExp(name)}(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu"),
-    mapped,
-  ]);
+/** The bare names as whole names (not inside a longer name, not a directory segment), longest first; with their virtual paths. */
+interface BareNamePattern {
+  readonly pattern: RegExp;
+  readonly mapped: ReadonlyMap<string, string>;
+}
+
+function bareNamePattern(bareNames: ReadonlyMap<string, string>): BareNamePattern | undefined {
+  if (bareNames.size === 0) return undefined;
+  const names = [...bareNames.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  return {
+    pattern: new RegExp(`(?<![${WORD}./-])(?:${names.join("|")})(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu"),
+    mapped: bareNames,
+  };
 }
 
 /**
@@ -291,8 +355,8 @@ function bareNamePatterns(bareNames: ReadonlyMap<string, string>): [RegExp, stri
  * them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name; never in a URL:
  * `?name=report.txt` stays).
  */
-function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: readonly [RegExp, string][]): string {
-  if (virtual.size === 0 && bareNames.length === 0) return text;
+function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: BareNamePattern | undefined): string {
+  if (virtual.size === 0 && bareNames === undefined) return text;
   const parts: string[] = [];
   const urls: [number, number][] = [];
   let copied = 0;
@@ -312,8 +376,13 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
     text,
     (start, end) => {
       if (virtual.size === 0) return;
-      forEachMatch(text.slice(start, end), (reference, at) => {
-        const mapped = virtual.get(reference);
+      forEachMatch(text.slice(start, end), (whole, at) => {
+        let reference = whole;
+        let mapped = virtual.get(reference);
+        if (mapped === undefined) {
+          reference = whole.replace(LINE_SUFFIX, "");
+          mapped = reference === whole ? undefined : virtual.get(reference);
+        }
         if (mapped === undefined) return;
         copyTo(start + at);
         parts.push(mapped);
@@ -326,10 +395,20 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
   return parts.join("");
 }
 
-function rewriteBareNames(text: string, bareNames: readonly [RegExp, string][]): string {
-  let out = text;
-  for (const [pattern, mapped] of bareNames) out = out.replace(pattern, () => mapped);
-  return out;
+/** A `structuredContent` string: the virtual path when the string is one whole path, else its free-text rewrite. */
+function rewriteValue(text: string, virtual: ReadonlyMap<string, string>): string {
+  const whole = wholeReference(text);
+  const mapped = whole === undefined ? undefined : virtual.get(whole);
+  return mapped === undefined ? rewriteText(text, virtual, undefined) : text.replace(whole!, () => mapped);
+}
+
+function rewriteBareNames(text: string, bareNames: BareNamePattern | undefined): string {
+  return bareNames === undefined ? text : text.replace(bareNames.pattern, (name) => bareNames.mapped.get(name) ?? name);
+}
+
+/** A `file://` URL, in any case (`FILE://`), also with the host `localhost`. */
+function isFileUrl(reference: string): boolean {
+  return reference.slice(0, 7).toLowerCase() === "file://";
 }
 
 function isInside(file: string, root: string): boolean {

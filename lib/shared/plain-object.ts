@@ -10,3 +10,18 @@ export function setOwn(out: Record<string, unknown>, key: string, value: unknown
   if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });
   else out[key] = value;
 }
+
+/**
+ * Whether arrays and plain objects nest more than `max` levels deep in `value` (itself level 0). Checked without
+ * recursion, so any depth is measured; stops at the first path deeper than `max`.
+ */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const children = Array.isArray(next.value) ? next.value : isPlainObject(next.value) ? Object.values(next.value) : undefined;
+    if (children === undefined) continue;
+    if (next.depth >= max) return true;
+    for (const child of children) if (child !== null && typeof child === "object") stack.push({ value: child, depth: next.depth + 1 });
+  }
+  return false;
+}
