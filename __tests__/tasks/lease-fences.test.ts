@@ -173,6 +173,44 @@ describe.each(targets())("task lease fences on $name", (target) => {
     });
   });
 
+  describe("calls that would outlast their lease", () => {
+    // The deadline is what is left of the lease (on the injected clock) less a tenth of it, here 30 - 26.9 - 3 = 0.1 s.
+    test("a poll still running near the end of its lease is stopped and counted as a retryable error", async () => {
+      const h = await setup({ settings: { lease_seconds: 30, tracking_degraded_after_errors: 1 } });
+      const task = await h.submit({ taskName: "a" });
+      h.clock.advance(10);
+      const [record] = await h.service.claimDuePolls();
+      // A server that never answers and ignores the cancellation.
+      h.driver.status(task.remote_task_id, new Hold(true));
+      h.clock.advance(26.9);
+      const outcome = await h.service.pollClaimed(record);
+      expect(outcome.outcome).toBe("retried");
+      const row = (await h.row(task.id))!;
+      expect(row.consecutive_poll_error_count).toBe(1);
+      expect(row.last_poll_error).toContain("stopped before its lease (lease_seconds 30) ran out");
+      expect(row.lease_owner).toBeNull();
+      // Counted, so the thread hears that tracking is degraded (not a poll discarded by the fence, silently, forever).
+      expect(row.event_version).toBeGreaterThan(record.event_version);
+    });
+
+    test("a remote cancel still running near the end of its lease is stopped and recorded for a retry", async () => {
+      const h = await setup({ settings: { lease_seconds: 30 } });
+      const task = await h.submit({ taskName: "a" });
+      h.clock.advance(10);
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      h.driver.cancelWith(task.remote_task_id, new Hold(true));
+      // The claim is made, then 26.9 s pass on the clock before the remote cancel starts.
+      const claim = h.store.claimCancels.bind(h.store);
+      h.store.claimCancels = async (args) => {
+        const rows = await claim(args);
+        h.clock.advance(26.9);
+        return rows;
+      };
+      expect(await h.service.runCancellations()).toMatchObject({ cancelled: 0, cancelRetried: 1 });
+      expect((await h.row(task.id))!.last_cancel_error).toContain("stopped before its lease");
+    });
+  });
+
   describe("claims under the same owner", () => {
     test("the older claim's late answer is discarded; the newer claim's answer applies", async () => {
       const h = await setup({ settings: { lease_seconds: 30 } });

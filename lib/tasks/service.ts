@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { McpTasksSettings } from "../config";
-import { onAbort, withDeadline } from "../shared/deadline";
+import { DeadlineExceededError, onAbort, withDeadline } from "../shared/deadline";
 import { silentLogger, type Logger } from "../shared/logger";
 import { notificationIdempotencyKey, type TaskEvent } from "./events";
 import {
@@ -35,6 +35,9 @@ import { neutralizeUntrustedTags } from "./untrusted";
 
 /** Exponents above this cannot change a capped backoff any more; it also keeps `2 ** n` finite. */
 const MAX_BACKOFF_EXPONENT = 16;
+/** A call under a lease stops this long before the lease ends (a tenth of it, at least a second). */
+const LEASE_MARGIN_FRACTION = 0.1;
+const MIN_LEASE_MARGIN_MS = 1_000;
 /** How many active tasks `cancelMatchingTask` looks at, and how many names its ambiguity error lists. */
 const MATCH_SCAN_LIMIT = 50;
 const AMBIGUOUS_NAMES_SHOWN = 5;
@@ -408,7 +411,7 @@ export class McpTaskService {
     let snapshot: TaskSnapshot;
     let completedAt: Date;
     try {
-      const answer = await this.#remote((o) => driver.getStatus(taskReferenceFromRecord(record), o));
+      const answer = await this.#remote((o) => driver.getStatus(taskReferenceFromRecord(record), o), undefined, record.lease_expires_at);
       completedAt = this.#clock();
       snapshot = normalizeSnapshot(answer, this.#bounds);
     } catch (err) {
@@ -478,7 +481,7 @@ export class McpTaskService {
   async #cancelClaimed(record: TaskRecord): Promise<boolean> {
     try {
       const driver = this.#driver(record.driver_name);
-      const answer = await this.#remote((o) => driver.cancel(taskReferenceFromRecord(record), o));
+      const answer = await this.#remote((o) => driver.cancel(taskReferenceFromRecord(record), o), undefined, record.lease_expires_at);
       const snapshot = normalizeSnapshot(answer, this.#bounds);
       if (!snapshot.isTerminal) throw new McpTaskProtocolError("MCP task cancellation must return a terminal status");
       const applied = await this.store.applyCancelSnapshot({
@@ -561,7 +564,11 @@ export class McpTaskService {
     if (record.notification_status === "dispatched") {
       const runId = record.notification_run_id ?? "";
       const idempotencyKey = notificationIdempotencyKey(record.id, step.dispatchVersion, record.dispatch_attempt);
-      const run = await this.#remote((o) => notifier.getRun(runId, record.user_id, { signal: o.signal, threadId: record.thread_id, idempotencyKey }));
+      const run = await this.#remote(
+        (o) => notifier.getRun(runId, record.user_id, { signal: o.signal, threadId: record.thread_id, idempotencyKey }),
+        undefined,
+        record.notification_lease_expires_at,
+      );
       this.#assertRunning();
       if (run?.status === "success") return (await this.store.finishNotificationRun({ ...step, delivered: true })) ? "delivered" : null;
       if (run === null || run.status === "error" || run.status === "timeout" || run.status === "interrupted") {
@@ -584,7 +591,7 @@ export class McpTaskService {
     const key = notificationIdempotencyKey(record.id, step.dispatchVersion, record.dispatch_attempt);
     let runId: string;
     try {
-      ({ runId } = await this.#remote((o) => notifier.deliver(delivery, key, { signal: o.signal })));
+      ({ runId } = await this.#remote((o) => notifier.deliver(delivery, key, { signal: o.signal }), undefined, record.notification_lease_expires_at));
     } catch (err) {
       this.#assertRunning();
       if (err instanceof ThreadGoneError) {
@@ -654,17 +661,42 @@ export class McpTaskService {
    * driver ignores its signal (rejecting with `McpTaskServiceStoppedError`); the caller's abort is only passed
    * on, so an answer that was already on its way (a submit's remote id) still comes back to be compensated.
    */
-  async #remote<T>(call: (options: DriverCallOptions) => Promise<T>, caller?: AbortSignal): Promise<T> {
+  async #remote<T>(call: (options: DriverCallOptions) => Promise<T>, caller?: AbortSignal, leaseExpiresAt?: Date | null): Promise<T> {
     this.#assertRunning();
-    return withDeadline(async (stopSignal) => {
-      if (!caller) return call({ signal: stopSignal });
+    const timeoutMs = this.#beforeLeaseEnds(leaseExpiresAt);
+    try {
+      return await this.#remoteUntil(call, caller, timeoutMs);
+    } catch (err) {
+      if (!(err instanceof DeadlineExceededError) || timeoutMs === null) throw err;
+      throw new Error(
+        `the remote call was still running ${(timeoutMs / 1000).toFixed(1)}s later and was stopped before its lease ` +
+          `(lease_seconds ${this.settings.lease_seconds}) ran out; it is retried`,
+      );
+    }
+  }
+
+  /**
+   * How long a call made under a lease expiring at `leaseExpiresAt` may run: until a margin before the lease ends, so
+   * that its answer, or its failure, is still written under the lease (a write after it is discarded by the fence,
+   * and a call that always outlasts the lease would be retried forever without anyone hearing of it).
+   */
+  #beforeLeaseEnds(leaseExpiresAt: Date | null | undefined): number | null {
+    if (!leaseExpiresAt) return null;
+    const leaseMs = this.settings.lease_seconds * 1000;
+    const margin = Math.max(MIN_LEASE_MARGIN_MS, leaseMs * LEASE_MARGIN_FRACTION);
+    return Math.max(0, leaseExpiresAt.getTime() - this.#clock().getTime() - margin);
+  }
+
+  #remoteUntil<T>(call: (options: DriverCallOptions) => Promise<T>, caller: AbortSignal | undefined, timeoutMs: number | null): Promise<T> {
+    return withDeadline(async (signal) => {
+      if (!caller) return call({ signal });
       const either = new AbortController();
-      const offs = [onAbort(stopSignal, () => either.abort(stopSignal.reason)), onAbort(caller, () => either.abort(caller.reason))];
+      const offs = [onAbort(signal, () => either.abort(signal.reason)), onAbort(caller, () => either.abort(caller.reason))];
       try {
         return await call({ signal: either.signal });
       } finally {
         for (const off of offs) off();
       }
-    }, null, this.#stop.signal);
+    }, timeoutMs, this.#stop.signal);
   }
 }
