@@ -3,10 +3,12 @@
  * never the remote id or driver data, and a cancel that only persists the fence (no server is even running).
  */
 import { beforeEach, describe, expect, test } from "@jest/globals";
-import { readdir } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import sqlite3 from "sqlite3";
 import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import { openTaskStore, TaskSnapshot, type TaskStore } from "../../lib/tasks";
+import { migrate, openTaskDatabase, TASK_STORE_MIGRATIONS } from "../../lib/tasks/store";
 import { makeTempDir } from "../fixtures/config";
 
 const REMOTE = "remote-id-7c1e";
@@ -216,6 +218,53 @@ describe("tasks cancel", () => {
       expect(out.stderr).toEqual([expect.stringMatching(/^mcp-harness tasks: .*there is no task store at .*tasks\.sqlite/)]);
     }
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  test("another application's SQLite file, or an empty one, is refused and left exactly as it was", async () => {
+    const dir = await makeTempDir("cli-tasks-foreign-");
+    const foreign = path.join(dir, "app.sqlite");
+    await new Promise<void>((resolve, reject) => {
+      const db = new sqlite3.Database(foreign, (err) => {
+        if (err) return reject(err);
+        db.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('keep me');", (e) =>
+          db.close(() => (e ? reject(e) : resolve())),
+        );
+      });
+    });
+    const empty = path.join(dir, "empty.sqlite");
+    await writeFile(empty, "");
+    for (const file of [foreign, empty]) {
+      const before = await readFile(file);
+      const out = io({ MCP_HARNESS_DATABASE_URL: `sqlite:${file}` });
+      expect(await runCli(["tasks", "list", "--user", "ann", "--thread", "th-1"], out)).toBe(1);
+      expect(out.stderr).toEqual([expect.stringMatching(/^mcp-harness tasks: .*is not a task store \(it has no mcp_tasks table\)$/)]);
+      expect((await readFile(file)).equals(before)).toBe(true);
+    }
+    expect((await readdir(dir)).sort()).toEqual(["app.sqlite", "empty.sqlite"]);
+  });
+
+  test("a store of an older schema is refused, not upgraded, by a tool that only reads", async () => {
+    const file = path.join(await makeTempDir("cli-tasks-old-"), "tasks.sqlite");
+    const { db } = await openTaskDatabase({ url: `sqlite:${file}` });
+    await migrate(db, { to: TASK_STORE_MIGRATIONS[0].name });
+    await db.close();
+    const out = io({ MCP_HARNESS_DATABASE_URL: `sqlite:${file}` });
+    expect(await runCli(["tasks", "list", "--user", "ann", "--thread", "th-1"], out)).toBe(1);
+    expect(out.stderr).toEqual([expect.stringMatching(/^mcp-harness tasks: the task store's schema is older than this version \(missing .*\); start a worker/)]);
+  });
+
+  test("listing does not wait for another process's write transaction", async () => {
+    // A writer (a worker mid-transaction, a backup, a sqlite3 shell) holds the write lock while the list runs.
+    const file = url.slice("sqlite:".length);
+    const holder = new sqlite3.Database(file);
+    await new Promise<void>((resolve, reject) => holder.exec("BEGIN IMMEDIATE", (err) => (err ? reject(err) : resolve())));
+    try {
+      const out = io(env);
+      expect(await runCli(["tasks", "list", "--user", "ann", "--thread", "th-1", "--json"], out)).toBe(0);
+      expect(JSON.parse(out.stdout.join("")).count).toBe(2);
+    } finally {
+      await new Promise<void>((resolve) => holder.exec("ROLLBACK", () => holder.close(() => resolve())));
+    }
   });
 
   test("a bad database URL is one line and exit 1", async () => {

@@ -91,7 +91,7 @@ export async function tasksCommand(args: readonly string[], io: CliIo): Promise<
   let store: TaskStore;
   try {
     // Only an existing store: run in the wrong folder, this must not create an empty one and answer "no tasks".
-    store = await openTaskStore({ url: values.get("database"), env: io.env, cwd: io.cwd, mustExist: true });
+    store = await openTaskStore({ url: values.get("database"), env: io.env, cwd: io.cwd, mustExist: true, migrate: "verify" });
   } catch (err) {
     if (!(err instanceof TaskStoreConfigError)) throw err;
     io.err(`mcp-harness tasks: ${err.message}`);

@@ -53,6 +53,22 @@ describe.each(targets())("migrations on $name", (target) => {
     await db.close();
   });
 
+  test("opening a store whose schema is current takes no write lock: it opens while another process holds one", async () => {
+    const url = await target.fresh();
+    await (await openStore(url, new ManualClock())).close();
+    const { db: holder, schema } = await openTaskDatabase({ url });
+    try {
+      await holder.transaction(async (tx) => {
+        // What a migration run takes: SQLite's write lock (the transaction itself), PostgreSQL's migration lock.
+        if (holder.dialect === "postgres") await tx.rows("SELECT pg_advisory_xact_lock(hashtext($1))", [`mcp-harness-migrations:${schema ?? "public"}`]);
+        else await tx.rows("UPDATE mcp_tasks SET status = status WHERE 1 = 0");
+        await (await openStore(url, new ManualClock())).close();
+      });
+    } finally {
+      await holder.close();
+    }
+  });
+
   test("a column a newer version adds while this one runs (a rolling upgrade) breaks none of its statements", async () => {
     const url = await target.fresh();
     const clock = new ManualClock();

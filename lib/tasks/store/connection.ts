@@ -287,6 +287,14 @@ export async function openSqlite(target: SqliteTarget, source: string, opts: Sql
     logging: false,
   };
   const db = new SequelizeDb("sqlite", new Sequelize(options), attempts);
+  if (opts.mustExist) {
+    // Another application's database (or an empty file) is left as it is: not switched to WAL, no tables added.
+    const found = await db.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'mcp_tasks'").catch(() => null);
+    if (found?.length !== 1) {
+      await db.close().catch(() => undefined);
+      throw new TaskStoreConfigError(`${source}: SQLite file ${target.file} is not a task store (it has no mcp_tasks table)`);
+    }
+  }
   try {
     // WAL lets readers run beside the one writer (a property of the file, kept from here on).
     const [mode] = await db.rows("PRAGMA journal_mode = WAL");

@@ -1,5 +1,5 @@
 import { openPostgres, openSqlite, type Db, type PostgresOptions, type SqliteOptions } from "./connection";
-import { migrate } from "./migrations";
+import { migrate, pendingMigrations } from "./migrations";
 import { TaskStore } from "./task-store";
 import { DATABASE_URL_VARIABLE, isSqlIdentifier, resolveDatabaseTarget, TaskStoreConfigError } from "./url";
 
@@ -39,20 +39,36 @@ export interface OpenTaskStoreOptions extends SqliteOptions, PostgresOptions {
   dataDir?: string;
   /** Every timestamp the store writes comes from here (UTC). */
   clock?: () => Date;
-  /** Run pending migrations on open (default true). */
-  migrate?: boolean;
+  /**
+   * Run pending migrations on open (default true); `"verify"`: run none and refuse a database that holds no task
+   * store or an older schema (tools that only read or fence tasks change nothing in the database).
+   */
+  migrate?: boolean | "verify";
 }
 
 /** Opens the database (`openTaskDatabase`), brings its schema up to date, and returns the store on it. */
 export async function openTaskStore(opts: OpenTaskStoreOptions = {}): Promise<TaskStore> {
   const { db, schema } = await openTaskDatabase(opts);
   try {
-    if (opts.migrate !== false) await migrate(db, { schema });
+    if (opts.migrate === "verify") await verifySchema(db, schema);
+    else if (opts.migrate !== false) await migrate(db, { schema });
   } catch (err) {
     await db.close().catch(() => undefined);
     throw err;
   }
   return new TaskStore(db, { clock: opts.clock, schema });
+}
+
+async function verifySchema(db: Db, schema: string | undefined): Promise<void> {
+  const pending = await pendingMigrations(db, schema);
+  if (pending === null) {
+    throw new TaskStoreConfigError("this database holds no task store (a worker or the server creates it when it first starts)");
+  }
+  if (pending.length > 0) {
+    throw new TaskStoreConfigError(
+      `the task store's schema is older than this version (missing ${pending.join(", ")}); start a worker or the server once to upgrade it`,
+    );
+  }
 }
 
 /** The connection alone, unmigrated (the store opens it this way; tests use it to build older schemas). */

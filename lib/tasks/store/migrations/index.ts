@@ -45,8 +45,28 @@ export interface MigrateOptions {
   to?: string;
 }
 
-/** Applies pending migrations; returns the names applied (empty when the schema was current). */
+/**
+ * The migrations this database still lacks, read without a write lock; `null` when it holds no migration log (not a
+ * task store, or an empty database). The log is looked up in `schema` itself, never elsewhere on the search path.
+ */
+export async function pendingMigrations(db: Queryable, schema?: string): Promise<string[] | null> {
+  let rows;
+  try {
+    rows = await db.rows(`SELECT name FROM ${schema === undefined ? "" : `${schema}.`}${MIGRATIONS_TABLE}`);
+  } catch {
+    return null;
+  }
+  const applied = new Set(rows.map((row) => String(row.name)));
+  return TASK_STORE_MIGRATIONS.map((m) => m.name).filter((name) => !applied.has(name));
+}
+
+/**
+ * Applies pending migrations; returns the names applied (empty when the schema was current). A current schema is
+ * recognised by a read first: opening a store takes no write lock then (on SQLite a write lock waits for any other
+ * writer, so a read-only tool would stall behind it).
+ */
 export async function migrate(db: Db, opts: MigrateOptions = {}): Promise<string[]> {
+  if (opts.to === undefined && (await pendingMigrations(db, opts.schema))?.length === 0) return [];
   return db.transaction(async (tx) => {
     if (db.dialect === "postgres") {
       await tx.rows("SELECT pg_advisory_xact_lock(hashtext($1))", [`mcp-harness-migrations:${opts.schema ?? "public"}`]);
