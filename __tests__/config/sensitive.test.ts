@@ -4,7 +4,7 @@
  * credential, and not values too common to blank out of every result.
  */
 import { describe, expect, test } from "@jest/globals";
-import { isSensitiveKey, launchCredentials } from "../../lib/config";
+import { isSensitiveKey, launchCredentials, urlCredentials } from "../../lib/config";
 
 describe("launchCredentials", () => {
   test("env values whose name ends in a credential word; settings about a credential and common values are not", () => {
@@ -59,4 +59,21 @@ describe("launchCredentials", () => {
 test("isSensitiveKey (the config API's masking) matches any credential word in the name", () => {
   expect(["refreshToken", "x-api-key", "AUTH_TYPE", "clientSecret"].map(isSensitiveKey)).toEqual([true, true, true, true]);
   expect(["command", "timeout", "tokenizer"].map(isSensitiveKey)).toEqual([false, false, false]);
+});
+
+describe("urlCredentials", () => {
+  test("a URL's password, a long user name without one, and credential query values; not other parts", () => {
+    expect(urlCredentials("postgresql://app:s3cr%2Ft@db.example:5432/app?sslmode=require")).toEqual(["s3cr/t"]);
+    expect(urlCredentials("https://ghp_0123456789abcdefghij@github.com/org/repo.git")).toEqual(["ghp_0123456789abcdefghij"]);
+    expect(urlCredentials("https://alice@example.com/x")).toEqual([]);
+    expect(urlCredentials("https://mcp.example.com/sse?api_key=k-1234&region=eu&access_token=t%2B5678&sig=abcd%3D&token_ttl=3600")).toEqual([
+      "k-1234",
+      "t+5678",
+      "abcd=",
+    ]);
+    // Inside a longer value (DATABASE_URL=…, a flag), several URLs; common values are not taken.
+    expect(urlCredentials("--db=mysql://u:pw-123@h/d and redis://:r3dis@cache:6379?token=true")).toEqual(["pw-123", "r3dis"]);
+    expect(urlCredentials("no url here")).toEqual([]);
+    expect(urlCredentials(undefined)).toEqual([]);
+  });
 });

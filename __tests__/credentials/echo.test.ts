@@ -28,6 +28,8 @@ const SECRETS = {
   arg: "aRg7", // $VAR in a stdio server's args
   literalEnv: "l1t-T0k", // written as it is into a stdio server's env, under a credential name
   literalArg: "l1t-Pw", // written as it is into a stdio server's args, after a credential flag
+  literalUrl: "l1t-qk3y", // written as it is into a server URL's query (`access_token=`)
+  literalDbPassword: "pgPw-9x", // written as it is into a URL in a stdio server's args (`user:password@`)
   user: "Zq7w", // user_auth value (4 characters)
   context: "c/x+1 z", // context.secrets
   unused: "unUs3d", // a context secret no header carries
@@ -123,10 +125,10 @@ beforeAll(async () => {
       local: {
         type: "stdio",
         command: local.command,
-        args: [...local.args, "--api-key=${ARG_KEY}", "--db-password", SECRETS.literalArg],
+        args: [...local.args, "--api-key=${ARG_KEY}", `postgresql://app:${SECRETS.literalDbPassword}@db.example/app`, "--db-password", SECRETS.literalArg],
         env: { ...local.env, LOCAL_KEY: "${LOCAL_KEY}", GITHUB_TOKEN: SECRETS.literalEnv, FIXTURE_LEAK_DESCRIBE_ENV: "LOCAL_KEY" },
       },
-      urlecho: { type: "http", url: `http://127.0.0.1:${(urlEcho.address() as AddressInfo).port}/mcp?key=\${URL_KEY}` },
+      urlecho: { type: "http", url: `http://127.0.0.1:${(urlEcho.address() as AddressInfo).port}/mcp?key=\${URL_KEY}&access_token=${SECRETS.literalUrl}` },
     },
   });
   toolkit = createMcpToolkit({ configPath, env: ENV, logger, interceptors: [addInner, quoteHeaders, secretIntoArgs, answering] });
@@ -182,6 +184,7 @@ describe("a server echoing what it received", () => {
     const received = (message.artifact as { structuredContent: { received: { env: object; argv: string[] } } }).structuredContent.received;
     expect(received.env).toEqual({ LOCAL_KEY: "[redacted]", GITHUB_TOKEN: "[redacted]" });
     expect(received.argv).toContain("--api-key=[redacted]");
+    expect(received.argv).toContain("postgresql://app:[redacted]@db.example/app");
     expect(received.argv.slice(-2)).toEqual(["--db-password", "[redacted]"]);
   });
 
@@ -227,9 +230,9 @@ test.each(["tool-message", "command"])("an interceptor answering with a %s quoti
 });
 
 describe("at discovery", () => {
-  test("a server's 400 body quoting the url: the $VAR value in it is scrubbed from the warning", () => {
+  test("a server's 400 body quoting the url: the $VAR value and the literal credential in it are scrubbed from the warning", () => {
     const warning = logger.messages("warn").find((m) => m.startsWith("Skipping MCP server 'urlecho'"));
-    expect(warning).toContain("bad request for /mcp?key=[redacted] (/mcp?key=[redacted])");
+    expect(warning).toContain("bad request for /mcp?key=[redacted]&access_token=[redacted] (/mcp?key=[redacted]&access_token=[redacted])");
   });
 
   test("a tool description quoting a $VAR value is scrubbed", () => {

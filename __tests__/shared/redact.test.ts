@@ -200,11 +200,14 @@ describe("headerSecrets", () => {
     expect(r.text("authenticated as alice:hunter2:pw; password hunter2:pw")).toBe(`authenticated as ${REDACTED}; password ${REDACTED}`);
   });
 
-  test("Basic: a token that does not decode to UTF-8 text adds nothing decoded; an empty password is not added", () => {
+  test("Basic: a token that does not decode to UTF-8 text adds nothing decoded; with an empty password the user part is the credential", () => {
     const binary = Buffer.from([0xff, 0xfe, 0x3a, 0x80]).toString("base64");
     expect(headerSecrets({ Authorization: `Basic ${binary}` })).toEqual([`Basic ${binary}`, binary]);
-    const noPassword = Buffer.from("bob:").toString("base64");
-    expect(headerSecrets({ Authorization: `basic ${noPassword}` })).toEqual([`basic ${noPassword}`, noPassword, "bob:"]);
+    // An API key sent as the user name (Stripe's `sk_…:`): a server answers "No such API key: sk_…".
+    const keyAsUser = Buffer.from("sk_test_51HxKey:").toString("base64");
+    const secrets = headerSecrets({ Authorization: `basic ${keyAsUser}` });
+    expect(secrets).toEqual([`basic ${keyAsUser}`, keyAsUser, "sk_test_51HxKey:", "sk_test_51HxKey"]);
+    expect(Redactor.of(secrets).text("No such API key: sk_test_51HxKey")).toBe(`No such API key: ${REDACTED}`);
   });
 
   test("Cookie: each name=value pair and each value, not the names alone", () => {

@@ -45,7 +45,7 @@ export {
   type ResolveConfigPathOptions,
 } from "./path";
 export { sameConnection } from "./connection";
-export { isSensitiveKey, launchCredentials } from "./sensitive";
+export { isSensitiveKey, launchCredentials, urlCredentials } from "./sensitive";
 export { isDisabledServer, laxServer, laxTaskSettings } from "./lax";
 export { getConfigSignature, readSignedFile, signaturesEqual, type ConfigSignature, type SignedFile } from "./signature";
 export { ConfigJsonSyntaxError, ConfigReadError, ConfigValidationError, formatIssuePath, McpTaskConfigurationError, type ConfigIssue } from "./errors";

@@ -56,3 +56,42 @@ export function launchCredentials(env: Readonly<Record<string, string>> | undefi
   }
   return found;
 }
+
+/** `scheme://` URLs in a config value, up to whitespace or a quote. */
+const URL_IN_TEXT = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s'"<>]+/g;
+/** Query parameters holding a signature rather than a named credential (`?sig=` of a SAS URL). */
+const SIGNATURE_PARAM = /^(?:sig|signature)$/i;
+/** A user name this long, without a password, is a token sent as the user (`https://<token>@host`). */
+const TOKEN_AS_USER_MIN_CHARS = 20;
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, " "));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Credentials written literally into URLs in a config value (a server's `url`, a stdio argument or `env` value such
+ * as `DATABASE_URL`): the password of `user:password@`, a long user name without one (a token), and the values of
+ * query parameters named like a credential (`?api_key=…`, `&access_token=…`, `&sig=…`).
+ */
+export function urlCredentials(text: string | undefined): string[] {
+  const found: string[] = [];
+  const add = (value: string): void => {
+    if (!NOT_A_CREDENTIAL.test(value)) found.push(value);
+  };
+  for (const [match] of (text ?? "").matchAll(URL_IN_TEXT)) {
+    let url: URL;
+    try {
+      url = new URL(match);
+    } catch {
+      continue;
+    }
+    if (url.password !== "") add(decoded(url.password));
+    else if (url.username.length >= TOKEN_AS_USER_MIN_CHARS) add(decoded(url.username));
+    for (const [name, value] of url.searchParams) if (isCredentialName(name) || SIGNATURE_PARAM.test(name)) add(value);
+  }
+  return found;
+}

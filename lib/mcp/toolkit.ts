@@ -7,6 +7,7 @@ import {
   ConfigFileNotFoundError,
   getConfigSignature,
   launchCredentials,
+  urlCredentials,
   loadExtensionsConfig,
   resolveExtensionsConfigPath,
   sameConnection,
@@ -208,14 +209,17 @@ function baseHeaders(server: McpServerConfig): Readonly<Record<string, string>> 
 
 /**
  * A server's own secrets: values that came from `$VAR` anywhere in its config, static header values, credentials
- * written into a stdio launch (`GITHUB_TOKEN` in `env`, `--api-key` in `args`) and the OAuth client credentials.
+ * written into a stdio launch (`GITHUB_TOKEN` in `env`, `--api-key` in `args`) or into a URL (`?api_key=`, a
+ * password in `user:password@`), and the OAuth client credentials.
  * Per-call secrets (tokens, user credentials, `context.secrets`) are added per call.
  */
 function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[]): readonly string[] {
   return Object.freeze([
     ...envSecrets,
     ...headerSecrets(server.headers),
-    ...(server.type === "stdio" ? launchCredentials(server.env, server.args) : []),
+    ...(server.type === "stdio"
+      ? [...launchCredentials(server.env, server.args), ...[...(server.args ?? []), ...Object.values(server.env ?? {})].flatMap(urlCredentials)]
+      : urlCredentials(server.url)),
     ...[server.oauth?.client_secret, server.oauth?.refresh_token].filter((v): v is string => typeof v === "string" && v !== ""),
   ]);
 }

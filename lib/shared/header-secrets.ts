@@ -83,7 +83,10 @@ function basicSecrets(value: string, add: (secret: string) => void): void {
   if (decoded === undefined) return;
   add(decoded);
   const colon = decoded.indexOf(":");
-  if (colon >= 0) add(decoded.slice(colon + 1));
+  if (colon < 0) return;
+  const password = decoded.slice(colon + 1);
+  // With no password the user part is the credential (an API key sent as `sk_…:`), which a server echoes as a name.
+  add(password === "" ? decoded.slice(0, colon) : password);
 }
 
 function cookieSecrets(value: string, add: (secret: string) => void): void {
