@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { readFile } from "node:fs/promises";
+import * as path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
@@ -91,6 +93,26 @@ describe("an interceptor's own answer", () => {
     } finally {
       await own.close();
       await fx.close();
+    }
+  });
+});
+
+describe("an interceptor failing on its own files", () => {
+  test("the model sees the error's code and call, never the local path in Node's message", async () => {
+    const missing = path.join(await makeTempDir("mcp-call-fs-"), "secrets", "users", "alice.json");
+    const reading: McpToolInterceptor = async (request, next) => {
+      await readFile(missing, "utf8");
+      return next(request);
+    };
+    const dir = await makeTempDir("mcp-call-fs-config-");
+    const configPath = await writeConfig(dir, { mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["echo"] }) } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), interceptors: [reading] });
+    try {
+      const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "local_echo", { text: "x" });
+      expect(message.status).toBe("error");
+      expect(message.content).toBe("MCP tool 'echo' on server 'local' failed: ENOENT: no such file or directory (open)");
+    } finally {
+      await own.close();
     }
   });
 });

@@ -10,7 +10,7 @@ import { CallSecrets } from "./call-secrets";
 import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
-import { isOwnText, McpToolCallError, ownText } from "../shared/errors";
+import { isOwnText, McpToolCallError, ownText, systemErrorText } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -254,7 +254,7 @@ function sendToServer(
 function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): string {
   if (isOwnText(err)) return (err as Error).message;
   if (err instanceof McpToolCallError) return redactor.text(err.message);
-  const reason = startFailureText(record.server, err) ?? redactor.text((err as Error)?.message ?? String(err));
+  const reason = startFailureText(record.server, err) ?? systemErrorText(err) ?? redactor.text((err as Error)?.message ?? String(err));
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 

@@ -24,3 +24,15 @@ export function ownText<E extends Error>(err: E): E {
 export function isOwnText(err: unknown): boolean {
   return err instanceof Error && own.has(err);
 }
+
+/**
+ * A file-system or other system error (`ENOENT: no such file or directory, open '/srv/app/users/alice.json'`, thrown
+ * by an interceptor reading its own files) as its code, description and call, without the local path Node puts in
+ * the message. `undefined` for any other error.
+ */
+export function systemErrorText(err: unknown): string | undefined {
+  const { syscall, code, message } = (err ?? {}) as NodeJS.ErrnoException;
+  if (typeof syscall !== "string" || typeof code !== "string") return undefined;
+  const description = typeof message === "string" && message.startsWith(`${code}: `) ? message.slice(code.length + 2).split(",")[0] : "";
+  return `${code}${description ? `: ${description}` : ""} (${syscall})`;
+}
