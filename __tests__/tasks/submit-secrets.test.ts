@@ -28,4 +28,26 @@ describe("SubmitSecretsMemory", () => {
     expect(memory.recall("s4")).toEqual([]);
     expect(memory.size).toBe(2);
   });
+
+  test("a thread's many pending submits, each with fresh tokens, are all remembered", () => {
+    const memory = new SubmitSecretsMemory();
+    const scope = SubmitSecretsMemory.key("jobs", "ann", "th-1");
+    const submits = Array.from({ length: 100 }, (_, i) => [`bearer-${i}`, `tok-${i}`, `user-${i}`, `cookie-${i}`]);
+    for (const values of submits) memory.remember(scope, values);
+    expect(new Set(memory.recall(scope))).toEqual(new Set(submits.flat()));
+  });
+
+  test("past the total budget whole scopes go, the least recently used first, never the one just used", () => {
+    const memory = new SubmitSecretsMemory(100, 10, 6);
+    memory.remember("s1", ["a", "b", "c"]);
+    memory.remember("s2", ["d", "e"]);
+    memory.remember("s1", ["a"]); // s1 used again: s2 is now the oldest
+    memory.remember("s3", ["f", "g"]);
+    expect(memory.recall("s2")).toEqual([]);
+    expect([...memory.recall("s1")].sort()).toEqual(["a", "b", "c"]);
+    expect([...memory.recall("s3")].sort()).toEqual(["f", "g"]);
+    memory.remember("s4", ["h", "i", "j", "k", "l", "m", "n"]);
+    expect(memory.size).toBe(1);
+    expect(memory.recall("s4")).toHaveLength(7);
+  });
 });

@@ -6,14 +6,19 @@
  * session's own memory) are what is known.
  */
 export const SUBMIT_SECRETS_MAX_SCOPES = 4096;
-export const SUBMIT_SECRETS_MAX_PER_SCOPE = 64;
+/** Values kept per scope: a thread with hundreds of pending tasks, each submitted with fresh tokens, keeps them all. */
+export const SUBMIT_SECRETS_MAX_PER_SCOPE = 1024;
+/** Values kept in all (a few MiB at most): past it, whole scopes go, the least recently used first. */
+export const SUBMIT_SECRETS_MAX_VALUES = 65_536;
 
 export class SubmitSecretsMemory {
   readonly #scopes = new Map<string, { values: Set<string>; list?: readonly string[] }>();
+  #total = 0;
 
   constructor(
     private readonly maxScopes = SUBMIT_SECRETS_MAX_SCOPES,
     private readonly maxPerScope = SUBMIT_SECRETS_MAX_PER_SCOPE,
+    private readonly maxValues = SUBMIT_SECRETS_MAX_VALUES,
   ) {}
 
   static key(serverName: string, userId: string, threadId: string): string {
@@ -26,13 +31,19 @@ export class SubmitSecretsMemory {
     if (scope) this.#scopes.delete(key);
     else scope = { values: new Set() };
     this.#scopes.set(key, scope); // most recently used last
+    this.#total -= scope.values.size;
     for (const value of values) {
       scope.values.delete(value);
       scope.values.add(value);
     }
     while (scope.values.size > this.maxPerScope) scope.values.delete(scope.values.values().next().value as string);
+    this.#total += scope.values.size;
     scope.list = undefined;
-    while (this.#scopes.size > this.maxScopes) this.#scopes.delete(this.#scopes.keys().next().value as string);
+    while (this.#scopes.size > this.maxScopes || (this.#total > this.maxValues && this.#scopes.size > 1)) {
+      const oldest = this.#scopes.keys().next().value as string;
+      this.#total -= this.#scopes.get(oldest)!.values.size;
+      this.#scopes.delete(oldest);
+    }
   }
 
   recall(key: string): readonly string[] {
