@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "@jest/globals";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { END, interrupt, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { BusyThreadError, notificationIdempotencyKey, notificationMarkerOf, ThreadGoneError, type SubmittedTask, type TaskDelivery } from "../../../lib/tasks";
 import * as path from "node:path";
 import { silentLogger } from "../../../lib";
@@ -318,5 +318,50 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
     expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "success" });
     const again = await restarted.deliver(delivery("th-open"), "k-open");
     expect(await restarted.getRun(again.runId, "ann")).toEqual({ status: "success" });
+  });
+
+  test("after a restart, a run killed with its process (no progress past staleRunSeconds) failed: the retry runs on the thread", async () => {
+    const { graph, control } = replyGraph();
+    const first = createGraphNotifier({ graph });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-dead" } });
+    // The run that takes the event in stops inside its node and never goes on: what a SIGKILL leaves on the thread.
+    let release!: () => void;
+    control.held = new Promise<void>((resolve) => (release = resolve));
+    const entered = new Promise<void>((resolve) => (control.entered = resolve));
+    const { runId } = await first.deliver(delivery("th-dead"), "k-dead");
+    await entered;
+    let now = Date.now();
+    const restarted = createGraphNotifier({ graph, staleRunSeconds: 600, now: () => now });
+    // Within the bound it may still be running (a slow model call): waited for.
+    expect(await restarted.getRun(runId, "ann", { threadId: "th-dead", idempotencyKey: "k-dead" })).toEqual({ status: "running" });
+    await expect(restarted.deliver(delivery("th-dead"), "k-next")).rejects.toBeInstanceOf(BusyThreadError);
+    now += 601_000;
+    expect(await restarted.getRun(runId, "ann", { threadId: "th-dead", idempotencyKey: "k-dead" })).toMatchObject({
+      status: "error",
+      error: expect.stringContaining("stopped before its end"),
+    });
+    // The service's retry (a new attempt key) is not held up by the dead run: it runs on the thread and completes it.
+    control.held = undefined;
+    const retried = await restarted.deliver(delivery("th-dead"), "k-retry");
+    await restarted.idle();
+    expect(await restarted.getRun(retried.runId, "ann")).toEqual({ status: "success" });
+    expect((await graph.getState({ configurable: { thread_id: "th-dead" } })).next).toEqual([]);
+    release();
+    await first.idle();
+  });
+
+  test("a thread waiting at an interrupt() is never taken for a dead run, however old", async () => {
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("ask", () => {
+        interrupt("approve?");
+        return { messages: [new AIMessage("approved")] };
+      })
+      .addEdge(START, "ask")
+      .addEdge("ask", END)
+      .compile({ checkpointer: new MemorySaver() });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-ask" } });
+    expect((await graph.getState({ configurable: { thread_id: "th-ask" } })).next).toEqual(["ask"]);
+    const later = createGraphNotifier({ graph, staleRunSeconds: 600, now: () => Date.now() + 3_600_000 });
+    await expect(later.deliver(delivery("th-ask"), "k-ask")).rejects.toBeInstanceOf(BusyThreadError);
   });
 });

@@ -73,7 +73,17 @@ export interface GraphNotifierOptions {
    */
   graph: NotifiableGraph | (() => NotifiableGraph | undefined);
   logger?: Logger;
+  /**
+   * A thread left with work to run, no error and no interrupt, whose latest checkpoint is older than this, had its run
+   * killed with its process (nothing else leaves it so): it is not busy, and a notification run that took an event in
+   * and stopped there failed. Default 600 s; set it above the longest step your graph takes (a model call, a tool call).
+   */
+  staleRunSeconds?: number;
+  /** The clock checkpoint ages are measured with (default `Date.now`). */
+  now?: () => number;
 }
+
+export const DEFAULT_STALE_RUN_SECONDS = 600;
 
 interface GraphRun {
   userId: string;
@@ -112,6 +122,11 @@ function lastRunFailed(state: ThreadStateView): boolean {
 function landedRun(state: ThreadStateView): { status: "success" | "running" } | { status: "error"; error: string } {
   if (state.next.length === 0) return { status: "success" };
   return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
+}
+
+/** Whether any pending task waits at an `interrupt()` (a thread waiting for its user, not a dead run). */
+function atInterrupt(state: ThreadStateView): boolean {
+  return (state.tasks ?? []).some((task) => (task.interrupts?.length ?? 0) > 0);
 }
 
 /** How far back a thread's history is read for the run that took an event in (usually its last few checkpoints). */
@@ -163,11 +178,31 @@ class InProcessGraphNotifier implements GraphNotifier {
   readonly #threads = new Set<string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #close = new AbortController();
+  readonly #staleRunMs: number;
+  readonly #now: () => number;
 
   constructor(options: GraphNotifierOptions) {
     const { graph } = options;
     this.#graph = typeof graph === "function" ? graph : () => graph;
     this.#logger = options.logger ?? silentLogger;
+    const staleRunSeconds = options.staleRunSeconds ?? DEFAULT_STALE_RUN_SECONDS;
+    if (!Number.isFinite(staleRunSeconds) || staleRunSeconds <= 0) throw new TypeError("staleRunSeconds must be a positive number of seconds");
+    this.#staleRunMs = staleRunSeconds * 1000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Whether the thread's pending work was left by a run no one runs any more (see `staleRunSeconds`). */
+  #abandoned(state: ThreadStateView): boolean {
+    if (state.next.length === 0 || state.createdAt === undefined || atInterrupt(state) || lastRunFailed(state)) return false;
+    const at = Date.parse(state.createdAt);
+    return Number.isFinite(at) && this.#now() - at > this.#staleRunMs;
+  }
+
+  /** How the run that took the event in went, a run left unfinished by a dead process counted as failed. */
+  async #landed(reader: ThreadStateReader, threadId: string, key: string, state: ThreadStateView): Promise<Landed> {
+    const landed = await landedRunOf(reader, threadId, key, state);
+    if (landed.status !== "running" || !this.#abandoned(state)) return landed;
+    return { status: "error", error: `Notification run stopped before its end (no progress for over ${this.#staleRunMs / 1000}s; its process ended)` };
   }
 
   async deliver(delivery: TaskDelivery, idempotencyKey: string): Promise<{ runId: string }> {
@@ -188,11 +223,13 @@ class InProcessGraphNotifier implements GraphNotifier {
       if (holdsMarker(state, idempotencyKey)) {
         // A run started before a restart took this event in: nothing is sent again, and it counts as delivered only
         // once that run ran to its end.
-        const landed = await landedRunOf(reader, threadId, idempotencyKey, state);
+        const landed = await this.#landed(reader, threadId, idempotencyKey, state);
         if (landed.status === "running") throw new BusyThreadError(`Thread '${threadId}' is still running the run that took this event in`);
         return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, ...landed }) };
       }
-      if (state.next.length > 0 && !lastRunFailed(state)) throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
+      if (state.next.length > 0 && !lastRunFailed(state) && !this.#abandoned(state)) {
+        throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
+      }
       const run: GraphRun = { userId: delivery.userId, status: "running" };
       const runId = this.#remember(idempotencyKey, run);
       const settled = withCallSignal(this.#close.signal, (signal) => {
@@ -244,7 +281,7 @@ class InProcessGraphNotifier implements GraphNotifier {
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
     if (!marker || marker.user_id !== userId) return null;
-    return landedRunOf(reader, threadId, idempotencyKey, state);
+    return this.#landed(reader, threadId, idempotencyKey, state);
   }
 
   async idle(): Promise<void> {
