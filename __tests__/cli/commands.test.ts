@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { execFile, spawnSync } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -91,6 +91,26 @@ async function brokenConfig(dir: string): Promise<string> {
 }
 
 describe("mcp-harness check", () => {
+  test("a stdio server starts where the toolkit starts it: the default thread workspace of the data dir, with its temp folder", async () => {
+    const dir = await makeTempDir("cli-check-where-");
+    const dataDir = path.join(dir, "data");
+    const seen = path.join(dir, "seen.txt");
+    const launch = stdioFixture({ name: "local", toolNames: ["echo"] });
+    const file = await writeConfig(dir, {
+      mcpServers: {
+        local: {
+          type: "stdio",
+          command: "sh",
+          args: ["-c", `printf '%s\\n%s' "$PWD" "$TMPDIR" > '${seen}'; exec "$0" "$@"`, launch.command, ...launch.args],
+          env: launch.env,
+        },
+      },
+    });
+    expect(await runCli(["check", file, "--json"], io({ env: { MCP_HARNESS_DATA_DIR: dataDir }, cwd: dir }))).toBe(0);
+    const workspace = path.join(dataDir, "threads", "default", "user-data", "workspace");
+    expect((await readFile(seen, "utf8")).split("\n")).toEqual([workspace, path.join(workspace, ".mcp", "tmp")]);
+  });
+
   test("a server listing a tool that is not valid MCP passes with a warning naming the tool; its other tools count", async () => {
     const listing = await startListingServer(() => ({
       tools: [{ name: "good", inputSchema: { type: "object" } }, { name: "bad", inputSchema: {} } as Tool],

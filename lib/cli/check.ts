@@ -2,6 +2,7 @@ import { isDisabledServer, McpTaskConfigurationError, type LoadedExtensionsConfi
 import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
 import { validateStdioLaunch } from "../gateway";
 import { checkedTaskServers, probeServers, type ServerProbe } from "../mcp";
+import { resolveDataDir } from "../shared/data-dir";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
 import { CliConfigError, loadForCli, searchedLocations } from "./config";
@@ -120,6 +121,7 @@ async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress:
   if (progress) io.err(`checking ${enabled} enabled server(s)…`);
   const probes = await probeServers(loaded, {
     logger: new RecordingLogger(),
+    dataDir: resolveDataDir({ env: io.env, cwd: io.cwd }),
     onResult: (probe) => {
       done += 1;
       if (!progress) return;

@@ -24,6 +24,11 @@ export interface ProbeServersOptions {
   oauth?: OAuthTokenManagerOptions;
   /** Hears each server as soon as its probe ends. */
   onResult?: (probe: ServerProbe) => void;
+  /**
+   * The data dir the toolkit would use (absolute): a stdio server then starts in the `default` thread workspace with
+   * its private temp folder, as the toolkit's discovery starts it, not in the folder the probe runs in.
+   */
+  dataDir?: string;
 }
 
 function toProbe(discovery: ServerDiscovery): ServerProbe {
@@ -52,7 +57,7 @@ export async function probeServers(loaded: LoadedExtensionsConfig, options: Prob
     const headers = new ServerHeaders(serverName, server, oauth);
     targets.set(serverName, discoveryTarget(serverName, server, headers, loaded.envSecrets[serverName] ?? []));
   }
-  const pool = new SessionPool(logger, { httpIdleMs: null, secretsFor: (name) => targets.get(name)?.secrets ?? [] });
+  const pool = new SessionPool(logger, { httpIdleMs: null, dataDir: options.dataDir, secretsFor: (name) => targets.get(name)?.secrets ?? [] });
   const onResult = options.onResult;
   try {
     const discoveries = await discoverAll([...targets.values()], pool, logger, onResult && ((d) => onResult(toProbe(d))));
