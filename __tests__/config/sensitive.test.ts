@@ -66,6 +66,9 @@ describe("urlCredentials", () => {
     expect(urlCredentials("postgresql://app:s3cr%2Ft@db.example:5432/app?sslmode=require")).toEqual(["s3cr/t"]);
     expect(urlCredentials("https://ghp_0123456789abcdefghij@github.com/org/repo.git")).toEqual(["ghp_0123456789abcdefghij"]);
     expect(urlCredentials("https://alice@example.com/x")).toEqual([]);
+    // Ordinary parameters and a long plain user name of a database URL are not credentials.
+    expect(urlCredentials("https://api.example.com/q?sort_key=created_at&partition_key=customers&public_key=pk_live_12345678")).toEqual([]);
+    expect(urlCredentials("postgres://analytics_readonly_service@db.example/warehouse")).toEqual([]);
     expect(urlCredentials("https://mcp.example.com/sse?api_key=k-1234&region=eu&access_token=t%2B5678&sig=abcd%3D&token_ttl=3600")).toEqual([
       "k-1234",
       "t+5678",

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
+import type { ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
@@ -205,12 +207,25 @@ describe("a stdio child that dies during a call while its pipes stay open", () =
     try {
       const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
       const pid = lease.session.pid!;
+      const child = (lease.session.client.transport as unknown as { _process: ChildProcess })._process;
+      const { client } = lease.session;
+      const poolOnclose = client.onclose;
+      let closes = 0;
+      client.onclose = () => {
+        closes += 1;
+        poolOnclose?.();
+      };
       // No timeout of its own: only the child's exit can end this call.
       const call = lease.session.client.callTool({ name: "slow", arguments: { ms: 60_000 } }, undefined, { timeout: 2 ** 31 - 1 });
       process.kill(pid, "SIGKILL");
       await expect(call).rejects.toThrow("Connection closed");
       lease.release();
       expect(pool.size()).toBe(0);
+      // When the grandchild lets go of the pipes, their close is not reported a second time.
+      const pipesClosed = once(child, "close");
+      for (const sleeper of pidsWithMarker(marker)) process.kill(sleeper, "SIGKILL");
+      await pipesClosed;
+      expect(closes).toBe(1);
       const next = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
       next.release();
       expect(next.session.pid).not.toBe(pid);
@@ -234,6 +249,26 @@ describe("a stdio creation that fails", () => {
       await pool.close();
     }
     expect(pidsWithMarker(marker)).toEqual([]);
+  });
+
+  test("at the bound, a creation that comes up makes room among the others: the least recently used meanwhile goes, not itself", async () => {
+    const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"] }) });
+    const pool = new SessionPool(new RecordingLogger(), { maxStdioSessions: 1, dataDir: await makeTempDir("pool-bound-new-") });
+    const opts = (user: string) => ({ headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope(user, "t") });
+    try {
+      const bob = await pool.acquire("local", server, opts("bob"));
+      bob.release();
+      const creating = pool.acquire("local", server, opts("alice"));
+      // Bob's session is used while alice's child starts.
+      pool.tryAcquire("local", server, opts("bob"))!.release();
+      const alice = await creating;
+      alice.release();
+      expect(await waitUntil(() => !alive(bob.session.pid!))).toBe(true);
+      expect(alive(alice.session.pid!)).toBe(true);
+      expect(pool.tryAcquire("local", server, opts("alice"))?.session).toBe(alice.session);
+    } finally {
+      await pool.close();
+    }
   });
 
   test("at the bound, a cancelled or failing creation evicts no other scope's child", async () => {

@@ -59,10 +59,39 @@ export function launchCredentials(env: Readonly<Record<string, string>> | undefi
 
 /** `scheme://` URLs in a config value, up to whitespace or a quote. */
 const URL_IN_TEXT = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s'"<>]+/g;
-/** Query parameters holding a signature rather than a named credential (`?sig=` of a SAS URL). */
-const SIGNATURE_PARAM = /^(?:sig|signature)$/i;
-/** A user name this long, without a password, is a token sent as the user (`https://<token>@host`). */
+/**
+ * Query parameters that carry a credential, by name (normalized): a closed list, since `*_key` also names ordinary
+ * parameters (`sort_key`, `partition_key`, `public_key`).
+ */
+const CREDENTIAL_PARAMS: ReadonlySet<string> = new Set([
+  "api_key",
+  "apikey",
+  "x_api_key",
+  "key",
+  "access_key",
+  "secret_key",
+  "private_key",
+  "access_token",
+  "auth_token",
+  "refresh_token",
+  "id_token",
+  "token",
+  "auth",
+  "password",
+  "passwd",
+  "pwd",
+  "secret",
+  "client_secret",
+  "sig",
+  "signature",
+]);
+/** A user name this long, with a digit and no password, on an http(s) URL is a token sent as the user (`https://<token>@host`). */
 const TOKEN_AS_USER_MIN_CHARS = 20;
+
+function tokenAsUser(url: URL): boolean {
+  const user = url.username;
+  return (url.protocol === "https:" || url.protocol === "http:") && user.length >= TOKEN_AS_USER_MIN_CHARS && /\d/.test(user) && /[A-Za-z]/.test(user);
+}
 
 function decoded(text: string): string {
   try {
@@ -74,8 +103,8 @@ function decoded(text: string): string {
 
 /**
  * Credentials written literally into URLs in a config value (a server's `url`, a stdio argument or `env` value such
- * as `DATABASE_URL`): the password of `user:password@`, a long user name without one (a token), and the values of
- * query parameters named like a credential (`?api_key=…`, `&access_token=…`, `&sig=…`).
+ * as `DATABASE_URL`): the password of `user:password@`, a token sent as the user of an http(s) URL, and the values
+ * of query parameters that name a credential (`?api_key=…`, `&access_token=…`, `&sig=…`).
  */
 export function urlCredentials(text: string | undefined): string[] {
   const found: string[] = [];
@@ -90,8 +119,8 @@ export function urlCredentials(text: string | undefined): string[] {
       continue;
     }
     if (url.password !== "") add(decoded(url.password));
-    else if (url.username.length >= TOKEN_AS_USER_MIN_CHARS) add(decoded(url.username));
-    for (const [name, value] of url.searchParams) if (isCredentialName(name) || SIGNATURE_PARAM.test(name)) add(value);
+    else if (tokenAsUser(url)) add(decoded(url.username));
+    for (const [name, value] of url.searchParams) if (CREDENTIAL_PARAMS.has(normalizeConfigKey(name))) add(value);
   }
   return found;
 }

@@ -379,7 +379,18 @@ export class SessionPool {
     }
     try {
       await withDeadline(
-        (signal) => client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) }),
+        (signal) => {
+          const connecting = client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) });
+          // Wired by the client as it starts connecting: reported once, whether by the pipes' close or the child's exit.
+          const onclose = transport.onclose;
+          let reported = false;
+          transport.onclose = () => {
+            if (reported) return;
+            reported = true;
+            onclose?.();
+          };
+          return connecting;
+        },
         opts.initTimeoutMs,
         entry.creation.signal,
       );
@@ -419,6 +430,8 @@ export class SessionPool {
       entry.closing = true;
       if (entry.inFlight === 0) void this.closeEntry(entry);
     } else if (stdio) {
+      // The new session is the most recently used: the bound makes room among the others.
+      if (this.entries.get(entry.key) === entry) this.markNewest(entry);
       this.evictStdio();
     }
     return session;

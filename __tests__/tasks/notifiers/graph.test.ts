@@ -331,6 +331,10 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
     const { runId } = await first.deliver(delivery("th-dead"), "k-dead");
     await entered;
     let now = Date.now();
+    // Without staleRunSeconds (the default) such a thread stays busy however old.
+    const unset = createGraphNotifier({ graph, now: () => now + 3_600_000 });
+    expect(await unset.getRun(runId, "ann", { threadId: "th-dead", idempotencyKey: "k-dead" })).toEqual({ status: "running" });
+    await expect(unset.deliver(delivery("th-dead"), "k-next")).rejects.toBeInstanceOf(BusyThreadError);
     const restarted = createGraphNotifier({ graph, staleRunSeconds: 600, now: () => now });
     // Within the bound it may still be running (a slow model call): waited for.
     expect(await restarted.getRun(runId, "ann", { threadId: "th-dead", idempotencyKey: "k-dead" })).toEqual({ status: "running" });
@@ -363,5 +367,19 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
     expect((await graph.getState({ configurable: { thread_id: "th-ask" } })).next).toEqual(["ask"]);
     const later = createGraphNotifier({ graph, staleRunSeconds: 600, now: () => Date.now() + 3_600_000 });
     await expect(later.deliver(delivery("th-ask"), "k-ask")).rejects.toBeInstanceOf(BusyThreadError);
+  });
+
+  test("nor a thread stopped at a static breakpoint of a graph compiled with one", async () => {
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("plan", () => ({ messages: [new AIMessage("plan")] }))
+      .addNode("act", () => ({ messages: [new AIMessage("done")] }))
+      .addEdge(START, "plan")
+      .addEdge("plan", "act")
+      .addEdge("act", END)
+      .compile({ checkpointer: new MemorySaver(), interruptBefore: ["act"] });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-break" } });
+    expect((await graph.getState({ configurable: { thread_id: "th-break" } })).next).toEqual(["act"]);
+    const later = createGraphNotifier({ graph, staleRunSeconds: 600, now: () => Date.now() + 3_600_000 });
+    await expect(later.deliver(delivery("th-break"), "k-break")).rejects.toBeInstanceOf(BusyThreadError);
   });
 });

@@ -74,16 +74,18 @@ export interface GraphNotifierOptions {
   graph: NotifiableGraph | (() => NotifiableGraph | undefined);
   logger?: Logger;
   /**
-   * A thread left with work to run, no error and no interrupt, whose latest checkpoint is older than this, had its run
-   * killed with its process (nothing else leaves it so): it is not busy, and a notification run that took an event in
-   * and stopped there failed. Default 600 s; set it above the longest step your graph takes (a model call, a tool call).
+   * Off by default. When set, a thread left with work to run, no error and no `interrupt()`, whose latest checkpoint is
+   * older than this, counts as one whose run was killed with its process: it is not busy, and a notification run that
+   * took an event in and stopped there failed (its event is retried). Only for graphs whose threads never wait
+   * otherwise: set it above the longest step the graph takes (a model call, a tool call, a whole subgraph), and not
+   * when runs stop at static breakpoints (`interruptBefore`/`interruptAfter`, also given per run), which leave a thread
+   * looking the same. A graph compiled with such breakpoints keeps every such thread busy regardless.
    */
   staleRunSeconds?: number;
   /** The clock checkpoint ages are measured with (default `Date.now`). */
   now?: () => number;
 }
 
-export const DEFAULT_STALE_RUN_SECONDS = 600;
 
 interface GraphRun {
   userId: string;
@@ -122,6 +124,16 @@ function lastRunFailed(state: ThreadStateView): boolean {
 function landedRun(state: ThreadStateView): { status: "success" | "running" } | { status: "error"; error: string } {
   if (state.next.length === 0) return { status: "success" };
   return lastRunFailed(state) ? { status: "error", error: "Notification run failed (it stopped with an error)" } : { status: "running" };
+}
+
+/** Whether the graph (or an agent's graph) was compiled with static breakpoints, where threads wait looking like dead runs. */
+function hasBreakpoints(graph: NotifiableGraph): boolean {
+  const declared = (g: unknown): boolean => {
+    const { interruptBefore, interruptAfter } = (g ?? {}) as { interruptBefore?: unknown; interruptAfter?: unknown };
+    const set = (value: unknown) => value === "*" || (Array.isArray(value) && value.length > 0);
+    return set(interruptBefore) || set(interruptAfter);
+  };
+  return declared(graph) || declared(graph.graph);
 }
 
 /** Whether any pending task waits at an `interrupt()` (a thread waiting for its user, not a dead run). */
@@ -178,31 +190,34 @@ class InProcessGraphNotifier implements GraphNotifier {
   readonly #threads = new Set<string>();
   readonly #inFlight = new Set<Promise<void>>();
   readonly #close = new AbortController();
-  readonly #staleRunMs: number;
+  readonly #staleRunMs: number | null;
   readonly #now: () => number;
 
   constructor(options: GraphNotifierOptions) {
     const { graph } = options;
     this.#graph = typeof graph === "function" ? graph : () => graph;
     this.#logger = options.logger ?? silentLogger;
-    const staleRunSeconds = options.staleRunSeconds ?? DEFAULT_STALE_RUN_SECONDS;
-    if (!Number.isFinite(staleRunSeconds) || staleRunSeconds <= 0) throw new TypeError("staleRunSeconds must be a positive number of seconds");
-    this.#staleRunMs = staleRunSeconds * 1000;
+    const { staleRunSeconds } = options;
+    if (staleRunSeconds !== undefined && (!Number.isFinite(staleRunSeconds) || staleRunSeconds <= 0)) {
+      throw new TypeError("staleRunSeconds must be a positive number of seconds");
+    }
+    this.#staleRunMs = staleRunSeconds === undefined ? null : staleRunSeconds * 1000;
     this.#now = options.now ?? Date.now;
   }
 
   /** Whether the thread's pending work was left by a run no one runs any more (see `staleRunSeconds`). */
-  #abandoned(state: ThreadStateView): boolean {
+  #abandoned(graph: NotifiableGraph, state: ThreadStateView): boolean {
+    if (this.#staleRunMs === null || hasBreakpoints(graph)) return false;
     if (state.next.length === 0 || state.createdAt === undefined || atInterrupt(state) || lastRunFailed(state)) return false;
     const at = Date.parse(state.createdAt);
     return Number.isFinite(at) && this.#now() - at > this.#staleRunMs;
   }
 
   /** How the run that took the event in went, a run left unfinished by a dead process counted as failed. */
-  async #landed(reader: ThreadStateReader, threadId: string, key: string, state: ThreadStateView): Promise<Landed> {
-    const landed = await landedRunOf(reader, threadId, key, state);
-    if (landed.status !== "running" || !this.#abandoned(state)) return landed;
-    return { status: "error", error: `Notification run stopped before its end (no progress for over ${this.#staleRunMs / 1000}s; its process ended)` };
+  async #landed(graph: NotifiableGraph, threadId: string, key: string, state: ThreadStateView): Promise<Landed> {
+    const landed = await landedRunOf(stateReader(graph), threadId, key, state);
+    if (landed.status !== "running" || !this.#abandoned(graph, state)) return landed;
+    return { status: "error", error: `Notification run stopped before its end (no progress for over ${this.#staleRunMs! / 1000}s; its process ended)` };
   }
 
   async deliver(delivery: TaskDelivery, idempotencyKey: string): Promise<{ runId: string }> {
@@ -223,11 +238,11 @@ class InProcessGraphNotifier implements GraphNotifier {
       if (holdsMarker(state, idempotencyKey)) {
         // A run started before a restart took this event in: nothing is sent again, and it counts as delivered only
         // once that run ran to its end.
-        const landed = await this.#landed(reader, threadId, idempotencyKey, state);
+        const landed = await this.#landed(graph, threadId, idempotencyKey, state);
         if (landed.status === "running") throw new BusyThreadError(`Thread '${threadId}' is still running the run that took this event in`);
         return { runId: this.#remember(idempotencyKey, { userId: delivery.userId, ...landed }) };
       }
-      if (state.next.length > 0 && !lastRunFailed(state) && !this.#abandoned(state)) {
+      if (state.next.length > 0 && !lastRunFailed(state) && !this.#abandoned(graph, state)) {
         throw new BusyThreadError(`Thread '${threadId}' has a run in flight`);
       }
       const run: GraphRun = { userId: delivery.userId, status: "running" };
@@ -281,7 +296,7 @@ class InProcessGraphNotifier implements GraphNotifier {
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
     if (!marker || marker.user_id !== userId) return null;
-    return this.#landed(reader, threadId, idempotencyKey, state);
+    return this.#landed(graph, threadId, idempotencyKey, state);
   }
 
   async idle(): Promise<void> {

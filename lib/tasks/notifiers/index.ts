@@ -1,7 +1,6 @@
 /** The notifiers of SPEC §7 and the notification message they share. */
 export {
   createGraphNotifier,
-  DEFAULT_STALE_RUN_SECONDS,
   type GraphNotifier,
   type GraphNotifierOptions,
   type NotifiableGraph,
