@@ -6,6 +6,11 @@ export const REDACTED = "[redacted]";
 /** The shortest base64 run worth blanking: shorter ones carry a few bits of a secret and match ordinary text. */
 const MIN_BASE64_RUN = 4;
 const CACHE_LIMIT = 512;
+/**
+ * Pattern characters the caches may hold (compiled, V8 keeps ~40 bytes of code per character: a JWT-sized secret's
+ * patterns are ~45,000 characters). Past it, the least recently used go first.
+ */
+const CACHE_PATTERN_CHARS = 1_000_000;
 /** A secret's bytes sit at one of three offsets within base64's 3-byte groups. */
 const BYTE_ALIGNMENTS = 3;
 
@@ -19,11 +24,17 @@ export class Redactor {
   /** Redacts nothing. */
   static readonly none = new Redactor(null);
 
+  /** The pattern characters this redactor holds (what it weighs in the cache). */
+  readonly size: number;
+
   private constructor(
-    private readonly pattern: RegExp | null,
+    /** One per secret, longest secret first; `null` redacts nothing. */
+    private readonly matchers: readonly SecretMatcher[] | null,
     /** Secrets too short for a base64 run of their own: found by decoding base64 tokens instead (see `text`). */
     private readonly shortBase64: readonly string[] = [],
-  ) {}
+  ) {
+    this.size = (matchers ?? []).reduce((sum, m) => sum + m.size, 0);
+  }
 
   /** The redactor for these values (empty and duplicate values ignored); built once per distinct set. */
   static of(values: Iterable<string | undefined>): Redactor {
@@ -37,9 +48,9 @@ export class Redactor {
     if (unique.length === 0) return Redactor.none;
     unique.sort();
     const key = JSON.stringify(unique);
-    const redactor = touch(cache, key) ?? Redactor.build(unique);
-    remember(cache, key, redactor);
-    remember(bySpelling, spelled, redactor);
+    const redactor = cache.get(key) ?? Redactor.build(unique);
+    cache.set(key, redactor);
+    bySpelling.set(spelled, redactor);
     return redactor;
   }
 
@@ -49,18 +60,29 @@ export class Redactor {
    * each was scrubbed.
    */
   private static build(unique: readonly string[]): Redactor {
-    const secrets = withSecretLines(unique);
-    return new Redactor(buildPattern(secrets), secrets.filter(lacksBase64Run));
+    const secrets = [...new Set(withSecretLines(unique))].sort((a, b) => b.length - a.length);
+    return new Redactor(secrets.map(matcherOf), secrets.filter(lacksBase64Run));
   }
 
   get isEmpty(): boolean {
-    return this.pattern === null;
+    return this.matchers === null;
   }
 
   text(text: string): string {
-    if (this.pattern === null || text === "") return text;
-    this.pattern.lastIndex = 0;
-    const scrubbed = text.replace(this.pattern, REDACTED);
+    if (this.matchers === null || text === "") return text;
+    const spans: Span[] = [];
+    const encoded = MAY_BE_ENCODED.test(text);
+    for (const { forms, plain } of this.matchers) collectSpans(encoded || plain === null ? forms : plain, text, spans);
+    // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
+    if (MAY_WRAP.test(text)) {
+      const unwrapped = unwrapBase64(text);
+      if (unwrapped !== undefined) {
+        const found: Span[] = [];
+        for (const { runs } of this.matchers) if (runs !== null) collectSpans(runs, unwrapped.text, found);
+        for (const [from, to] of found) spans.push([unwrapped.origin[from], unwrapped.origin[to - 1] + 1]);
+      }
+    }
+    const scrubbed = spans.length === 0 ? text : replaceSpans(text, spans);
     if (this.shortBase64.length === 0) return scrubbed;
     return scrubbed.replace(BASE64_TOKEN, (token) => {
       const span = this.shortSecretSpan(token);
@@ -105,7 +127,7 @@ export class Redactor {
    * Other objects (class instances) go through `other`, which may return a scrubbed copy; by default they are kept.
    */
   deep<T>(value: T, other?: (value: object) => unknown): T {
-    if (this.pattern === null) return value;
+    if (this.matchers === null) return value;
     return this.walk(value, other) as T;
   }
 
@@ -150,22 +172,45 @@ export class Redactor {
 }
 
 /** Redactors by their sorted, distinct values (least recently used out), and by the exact list they were asked for. */
-const cache = new Map<string, Redactor>();
-const bySpelling = new Map<string, Redactor>();
+/** Entries by key, least recently used first, bounded in count and in the pattern characters they hold. */
+class WeighedCache<T extends { readonly size: number }> {
+  private readonly entries = new Map<string, T>();
+  private weight = 0;
 
-function touch(map: Map<string, Redactor>, key: string): Redactor | undefined {
-  const found = map.get(key);
-  if (found) {
-    map.delete(key);
-    map.set(key, found);
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxWeight: number,
+  ) {}
+
+  /** The entry, made the most recently used. */
+  get(key: string): T | undefined {
+    const found = this.entries.get(key);
+    if (found !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, found);
+    }
+    return found;
   }
-  return found;
+
+  set(key: string, value: T): void {
+    const old = this.entries.get(key);
+    if (old !== undefined) {
+      this.entries.delete(key);
+      this.weight -= old.size;
+    }
+    this.entries.set(key, value);
+    this.weight += value.size;
+    while (this.entries.size > 1 && (this.entries.size > this.maxEntries || this.weight > this.maxWeight)) {
+      const [oldestKey, oldest] = this.entries.entries().next().value as [string, T];
+      this.entries.delete(oldestKey);
+      this.weight -= oldest.size;
+    }
+  }
 }
 
-function remember(map: Map<string, Redactor>, key: string, redactor: Redactor): void {
-  map.set(key, redactor);
-  if (map.size > CACHE_LIMIT) map.delete(map.keys().next().value as string);
-}
+/** Redactors by their sorted, distinct values, and by the exact list they were asked for. */
+const cache = new WeighedCache<Redactor>(CACHE_LIMIT, CACHE_PATTERN_CHARS);
+const bySpelling = new WeighedCache<Redactor>(CACHE_LIMIT, CACHE_PATTERN_CHARS);
 
 /** A run of base64 or base64url digits (with its padding) that may hide an encoded secret. */
 const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{2,}={0,2}/g;
@@ -202,16 +247,102 @@ export function recordSecrets(record: Readonly<Record<string, unknown>> | undefi
   return Object.values(record).filter((v): v is string => typeof v === "string" && v !== "");
 }
 
-function buildPattern(secrets: readonly string[]): RegExp {
-  const alternatives = new Set<string>();
-  for (const secret of secrets) {
-    alternatives.add([...secret].map(charPattern).join(""));
-    // Base64 is often wrapped in lines (MIME at 76 columns, PEM at 64): a line break may fall anywhere in the run.
-    for (const run of base64Runs(secret)) alternatives.add([...run].map(base64DigitPattern).join(BASE64_WRAP));
-  }
+/**
+ * One secret's patterns: `forms`, every form it may be echoed in (each character raw, JSON-escaped, percent-encoded or
+ * as an HTML reference; its base64 runs), and `runs`, its base64 runs alone, for text whose line breaks inside base64
+ * were taken out. A pattern per secret, compiled once per process: one pattern for a whole set of secrets, with a
+ * possible line break after every base64 digit, took V8 seconds to compile for a single JWT-sized secret, and again
+ * for every new set it was part of.
+ */
+interface SecretMatcher {
+  /** Characters of its patterns. */
+  readonly size: number;
+  readonly forms: RegExp;
+  readonly runs: RegExp | null;
+  /**
+   * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret and its base64 runs as
+   * they are (a much smaller pattern: the whole one is compiled only once a text needs it). `null` for a secret with a
+   * space or a line break, whose `+` and CRLF forms need no such character.
+   */
+  readonly plain: RegExp | null;
+}
+
+/** Whether a text may hold an encoded form: a JSON escape, percent-encoding or an HTML reference. */
+const MAY_BE_ENCODED = /[\\%&]/;
+
+const matcherCache = new WeighedCache<SecretMatcher>(4096, CACHE_PATTERN_CHARS);
+
+function matcherOf(secret: string): SecretMatcher {
+  const cached = matcherCache.get(secret);
+  if (cached) return cached;
+  const runs = [...new Set(base64Runs(secret).map((run) => [...run].map(base64DigitPattern).join("")))];
   // Longest first, so a whole "Bearer <token>" goes before its token alone.
-  const ordered = [...alternatives].sort((a, b) => b.length - a.length);
-  return new RegExp(ordered.join("|"), "g");
+  const forms = [[...secret].map(charPattern).join(""), ...runs].sort((a, b) => b.length - a.length);
+  const literal = [secret, ...base64Runs(secret)].map(escapeRegExp).sort((a, b) => b.length - a.length);
+  const formsSource = forms.join("|");
+  const runsSource = runs.sort((a, b) => b.length - a.length).join("|");
+  const plainSource = /[ \r\n]/.test(secret) ? null : [...new Set(literal)].join("|");
+  const matcher: SecretMatcher = {
+    size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
+    forms: new RegExp(formsSource, "g"),
+    runs: runs.length === 0 ? null : new RegExp(runsSource, "g"),
+    plain: plainSource === null ? null : new RegExp(plainSource, "g"),
+  };
+  matcherCache.set(secret, matcher);
+  return matcher;
+}
+
+type Span = [number, number];
+
+function collectSpans(pattern: RegExp, text: string, into: Span[]): void {
+  pattern.lastIndex = 0;
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) into.push([match.index, match.index + match[0].length]);
+}
+
+/** `text` with each span (overlapping ones merged) replaced by REDACTED. */
+function replaceSpans(text: string, spans: Span[]): string {
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  const parts: string[] = [];
+  let copied = 0;
+  let open: Span | undefined;
+  for (const span of spans) {
+    if (open !== undefined && span[0] < open[1]) {
+      open[1] = Math.max(open[1], span[1]);
+      continue;
+    }
+    if (open !== undefined) {
+      parts.push(text.slice(copied, open[0]), REDACTED);
+      copied = open[1];
+    }
+    open = [span[0], span[1]];
+  }
+  if (open !== undefined) parts.push(text.slice(copied, open[0]), REDACTED);
+  parts.push(text.slice(open === undefined ? copied : open[1]));
+  return parts.join("");
+}
+
+/** A line break inside base64 (LF or CRLF): raw, JSON-escaped or percent-encoded. */
+const BASE64_WRAP = /(?<=[A-Za-z0-9+/_-])(?:\r?\n|\\+(?:r\\+)?n|(?:%(?:25)?0[dD])?%(?:25)?0[aA])(?=[A-Za-z0-9+/_%\\-])/g;
+/** Whether a text may hold such a line break at all (most do not: then nothing is unwrapped). */
+const MAY_WRAP = /\n|\\+n|%(?:25)?0[aA]/;
+
+/** The text without the line breaks that stand between two base64 digits, with each kept character's index in `text`. */
+function unwrapBase64(text: string): { text: string; origin: Int32Array } | undefined {
+  BASE64_WRAP.lastIndex = 0;
+  let match = BASE64_WRAP.exec(text);
+  if (match === null) return undefined;
+  const origin = new Int32Array(text.length);
+  const parts: string[] = [];
+  let kept = 0;
+  let copied = 0;
+  for (; match !== null; match = BASE64_WRAP.exec(text)) {
+    for (let i = copied; i < match.index; i += 1) origin[kept++] = i;
+    parts.push(text.slice(copied, match.index));
+    copied = match.index + match[0].length;
+  }
+  for (let i = copied; i < text.length; i += 1) origin[kept++] = i;
+  parts.push(text.slice(copied));
+  return { text: parts.join(""), origin };
 }
 
 /**
@@ -224,8 +355,6 @@ function base64DigitPattern(digit: string): string {
   return digit; // A-Z a-z 0-9 - _
 }
 
-/** An optional line break inside a base64 run (LF or CRLF): raw, JSON-escaped or percent-encoded. */
-const BASE64_WRAP = "(?:\\r?\\n|\\\\+(?:r\\\\+)?n|(?:%(?:25)?0[dD])?%(?:25)?0[aA])?";
 
 const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
 
