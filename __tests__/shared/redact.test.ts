@@ -63,6 +63,14 @@ describe("Redactor", () => {
     expect(r.text(`plain text mentions ${a} only`)).toBe(`plain text mentions ${REDACTED} only`);
   });
 
+  test("a secret that starts inside the end of another (a PIN after a token ending in its digits) is blanked whole", () => {
+    const r = Redactor.of(["user:00", "0000"]);
+    expect(r.text("user:000000")).toBe(REDACTED);
+    expect(r.text(`{"v":"user:000000"}`)).toBe(`{"v":"${REDACTED}"}`);
+    expect(r.text("u=user%3A000000")).toBe(`u=${REDACTED}`);
+    expect(Redactor.of(["Zaaaaaaaaa", "aaaaaaaaaa"]).text(`${"Z"}${"a".repeat(19)} end`)).toBe(`${REDACTED} end`);
+  });
+
   test("short secrets are blanked however short", () => {
     const r = Redactor.of(["q7Z4", "x"]);
     expect(r.text("token q7Z4 and x")).toBe(`token ${REDACTED} and ${REDACTED}`);

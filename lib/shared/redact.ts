@@ -294,9 +294,17 @@ function matcherOf(secret: string): SecretMatcher {
 
 type Span = [number, number];
 
+/**
+ * Every match of `pattern`, overlapping ones included: a secret's scan resumes one character after each match, not
+ * after its end. A secret's pattern runs on its own, so a match it finds inside another secret (`00` + `00` in
+ * `user:00` + `0000`) must not make it skip the occurrence that starts in the middle of that match.
+ */
 function collectSpans(pattern: RegExp, text: string, into: Span[]): void {
   pattern.lastIndex = 0;
-  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) into.push([match.index, match.index + match[0].length]);
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    into.push([match.index, match.index + match[0].length]);
+    pattern.lastIndex = match.index + 1;
+  }
 }
 
 /** `text` with each span (overlapping ones merged) replaced by REDACTED. */
