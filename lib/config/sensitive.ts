@@ -39,7 +39,8 @@ const FLAG = /^--?([A-Za-z0-9][A-Za-z0-9_.-]*)(?:=([\s\S]*))?$/;
 
 /**
  * Credentials written literally into a stdio server's launch (a `$VAR` value is a secret anyway): `env` values whose
- * name ends in a credential word, and the values of such flags in `args` (`--api-key=X`, `--api-key X`).
+ * name ends in a credential word, the values of such flags in `args` (`--api-key=X`, `--api-key X`), and credentials in
+ * URLs anywhere in `args` or `env` values (`DATABASE_URL=postgres://app:pw@…`, see `urlCredentials`).
  */
 export function launchCredentials(env: Readonly<Record<string, string>> | undefined, args: readonly string[] | undefined): string[] {
   const found: string[] = [];
@@ -54,6 +55,7 @@ export function launchCredentials(env: Readonly<Record<string, string>> | undefi
     if (flag[2] !== undefined) add(flag[2]);
     else if (i + 1 < list.length && !list[i + 1].startsWith("-")) add(list[++i]);
   }
+  for (const value of [...list, ...Object.values(env ?? {})]) found.push(...urlCredentials(value));
   return found;
 }
 

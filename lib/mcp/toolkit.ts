@@ -7,10 +7,10 @@ import {
   ConfigFileNotFoundError,
   getConfigSignature,
   launchCredentials,
-  urlCredentials,
   loadExtensionsConfig,
   resolveExtensionsConfigPath,
   sameConnection,
+  urlCredentials,
   signaturesEqual,
   McpTaskConfigurationError,
   type ConfigSignature,
@@ -217,9 +217,7 @@ function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[
   return Object.freeze([
     ...envSecrets,
     ...headerSecrets(server.headers),
-    ...(server.type === "stdio"
-      ? [...launchCredentials(server.env, server.args), ...[...(server.args ?? []), ...Object.values(server.env ?? {})].flatMap(urlCredentials)]
-      : urlCredentials(server.url)),
+    ...(server.type === "stdio" ? launchCredentials(server.env, server.args) : urlCredentials(server.url)),
     ...[server.oauth?.client_secret, server.oauth?.refresh_token].filter((v): v is string => typeof v === "string" && v !== ""),
   ]);
 }

@@ -171,7 +171,6 @@ export class Redactor {
   }
 }
 
-/** Redactors by their sorted, distinct values (least recently used out), and by the exact list they were asked for. */
 /** Entries by key, least recently used first, bounded in count and in the pattern characters they hold. */
 class WeighedCache<T extends { readonly size: number }> {
   private readonly entries = new Map<string, T>();
@@ -275,13 +274,13 @@ const matcherCache = new WeighedCache<SecretMatcher>(4096, CACHE_PATTERN_CHARS);
 function matcherOf(secret: string): SecretMatcher {
   const cached = matcherCache.get(secret);
   if (cached) return cached;
-  const runs = [...new Set(base64Runs(secret).map((run) => [...run].map(base64DigitPattern).join("")))];
-  // Longest first, so a whole "Bearer <token>" goes before its token alone.
-  const forms = [[...secret].map(charPattern).join(""), ...runs].sort((a, b) => b.length - a.length);
-  const literal = [secret, ...base64Runs(secret)].map(escapeRegExp).sort((a, b) => b.length - a.length);
-  const formsSource = forms.join("|");
-  const runsSource = runs.sort((a, b) => b.length - a.length).join("|");
-  const plainSource = /[ \r\n]/.test(secret) ? null : [...new Set(literal)].join("|");
+  const base64 = base64Runs(secret);
+  // Each list longest first, so a whole "Bearer <token>" goes before its token alone.
+  const longestFirst = (list: readonly string[]) => [...new Set(list)].sort((a, b) => b.length - a.length);
+  const runs = longestFirst(base64.map((run) => [...run].map(base64DigitPattern).join("")));
+  const formsSource = longestFirst([[...secret].map(charPattern).join(""), ...runs]).join("|");
+  const runsSource = runs.join("|");
+  const plainSource = /[ \r\n]/.test(secret) ? null : longestFirst([secret, ...base64].map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
     forms: new RegExp(formsSource, "g"),
@@ -362,7 +361,6 @@ function base64DigitPattern(digit: string): string {
   if (digit === "+") return "(?:\\+|%(?:25)?2[bB])";
   return digit; // A-Z a-z 0-9 - _
 }
-
 
 const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
 
