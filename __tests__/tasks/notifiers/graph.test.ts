@@ -258,6 +258,19 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
   }
   const delivery = (thread: string) => taskDelivery({ taskId: "mcp-task-f", threadId: thread });
 
+  /** A thread with one user run, then a notification run under `key` held inside its node until `release()`. */
+  async function heldDelivery(thread: string, key: string) {
+    const { graph, control } = replyGraph();
+    const first = createGraphNotifier({ graph });
+    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: thread } });
+    let release!: () => void;
+    control.held = new Promise<void>((resolve) => (release = resolve));
+    const entered = new Promise<void>((resolve) => (control.entered = resolve));
+    const { runId } = await first.deliver(delivery(thread), key);
+    await entered;
+    return { graph, control, first, runId, release };
+  }
+
   test("a thread whose last run failed is not busy: the next delivery runs on it and the thread completes", async () => {
     const { graph, control } = replyGraph();
     const notifier = createGraphNotifier({ graph });
@@ -300,15 +313,8 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
   });
 
   test("after a restart, a run that took the event in but has not finished is running, not delivered", async () => {
-    const { graph, control } = replyGraph();
-    const first = createGraphNotifier({ graph });
-    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-open" } });
-    let release!: () => void;
-    control.held = new Promise<void>((resolve) => (release = resolve));
-    const entered = new Promise<void>((resolve) => (control.entered = resolve));
-    const { runId } = await first.deliver(delivery("th-open"), "k-open");
+    const { graph, control, first, runId, release } = await heldDelivery("th-open", "k-open");
     const restarted = createGraphNotifier({ graph });
-    await entered;
     expect(await restarted.getRun(runId, "ann", { threadId: "th-open", idempotencyKey: "k-open" })).toEqual({ status: "running" });
     // Delivered again under the same key (the row still said claimed): not a second run, and not delivered yet.
     await expect(restarted.deliver(delivery("th-open"), "k-open")).rejects.toBeInstanceOf(BusyThreadError);
@@ -321,15 +327,8 @@ describe("threads whose last run failed or did not finish, on a hand-written gra
   });
 
   test("after a restart, a run killed with its process (no progress past staleRunSeconds) failed: the retry runs on the thread", async () => {
-    const { graph, control } = replyGraph();
-    const first = createGraphNotifier({ graph });
-    await graph.invoke({ messages: [new HumanMessage("hello")] }, { configurable: { thread_id: "th-dead" } });
     // The run that takes the event in stops inside its node and never goes on: what a SIGKILL leaves on the thread.
-    let release!: () => void;
-    control.held = new Promise<void>((resolve) => (release = resolve));
-    const entered = new Promise<void>((resolve) => (control.entered = resolve));
-    const { runId } = await first.deliver(delivery("th-dead"), "k-dead");
-    await entered;
+    const { graph, control, first, runId, release } = await heldDelivery("th-dead", "k-dead");
     let now = Date.now();
     // Without staleRunSeconds (the default) such a thread stays busy however old.
     const unset = createGraphNotifier({ graph, now: () => now + 3_600_000 });

@@ -86,7 +86,6 @@ export interface GraphNotifierOptions {
   now?: () => number;
 }
 
-
 interface GraphRun {
   userId: string;
   status: NotificationRunStatus;
@@ -232,8 +231,7 @@ class InProcessGraphNotifier implements GraphNotifier {
     try {
       const graph = this.#graph();
       if (graph === undefined) throw new BusyThreadError("The agent graph is not ready yet");
-      const reader = stateReader(graph);
-      const state = await reader.getState({ configurable: { thread_id: threadId } });
+      const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
       if (state.createdAt === undefined) throw new ThreadGoneError(`Thread '${threadId}' has no checkpoint`);
       if (holdsMarker(state, idempotencyKey)) {
         // A run started before a restart took this event in: nothing is sent again, and it counts as delivered only
@@ -290,8 +288,7 @@ class InProcessGraphNotifier implements GraphNotifier {
     const graph = this.#graph();
     // Not "not found" (which would start the event again under a new key): asked again later, once it can be looked up.
     if (graph === undefined) return { status: "running" };
-    const reader = stateReader(graph);
-    const state = await reader.getState({ configurable: { thread_id: threadId } });
+    const state = await stateReader(graph).getState({ configurable: { thread_id: threadId } });
     const marker = messagesOf(state.values)
       .map((m) => notificationMarkerOf(m))
       .find((m) => m?.idempotency_key === idempotencyKey);
