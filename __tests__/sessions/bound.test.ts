@@ -77,16 +77,19 @@ describe("the LRU bound on live stdio children", () => {
     );
     const iterator = stream[Symbol.asyncIterator]();
     await iterator.next(); // the first progress event: the call runs on the child
-    await pidIn(graph, "local_pid", "b");
-    await pidIn(graph, "local_pid", "c");
+    const b = await pidIn(graph, "local_pid", "b");
+    const c = await pidIn(graph, "local_pid", "c");
     expect(alive(busy)).toBe(true);
     const replacement = await pidIn(graph, "local_pid", "a");
     expect(replacement).not.toBe(busy);
     expect(alive(busy)).toBe(true);
     controller.abort(new Error("done waiting"));
     await expect((async () => { while (!(await iterator.next()).done); })()).rejects.toThrow();
-    await waitFor(() => !alive(busy));
+    // The replacement made room once it was up: "b", the least recently used, closes too (its exit is not awaited
+    // by the call that evicted it).
+    await waitFor(() => !alive(busy) && !alive(b));
     expect(pidsWithMarker(marker)).toHaveLength(2);
+    expect(pidsWithMarker(marker).sort()).toEqual([c, replacement].sort());
   });
 });
 
