@@ -62,6 +62,26 @@ describe("HTTP sessions per header set close when idle", () => {
   });
 });
 
+describe("an HTTP session whose initialization fails after the server gave it an id", () => {
+  test("is terminated (DELETE) before the failure is reported, so no server-side session is left behind", async () => {
+    let open!: () => void;
+    const fx = await startHttpFixture({ name: "held", toolNames: ["echo"], initializedGate: new Promise<void>((resolve) => (open = resolve)) });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: fx.url });
+    try {
+      await expect(pool.acquire("held", server, { headers: EMPTY_HEADERS, initTimeoutMs: 300 })).rejects.toThrow();
+      const initialized = fx.requests.find((r) => r.rpcMethods?.includes("notifications/initialized"));
+      expect(initialized?.sessionId).toBeDefined();
+      expect(fx.requests.filter(deleted(initialized!.sessionId))).toHaveLength(1);
+      expect(fx.activeSessionIds()).toEqual([]);
+    } finally {
+      open();
+      await pool.close();
+      await fx.close();
+    }
+  });
+});
+
 describe("the idle count restarts with every release", () => {
   test("a session used again before its idle time is up closes that long after its last use, not its first", async () => {
     const fx = await startHttpFixture({ name: "idle", toolNames: ["echo"] });

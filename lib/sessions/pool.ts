@@ -12,6 +12,7 @@ import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { exited, onChildStart, whenGone } from "./child";
+import { endTaggedProcesses, newSessionTag } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -73,6 +74,8 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
   /** stdio: whether the child has exited (set once connected). */
   exited?: () => boolean;
+  /** stdio: the tag every process of this session carries, so what the child started ends with it. */
+  readonly tag?: string;
   /** Set by the first `closeEntry`: later ones wait for it instead of closing again. */
   closed?: Promise<void>;
 }
@@ -329,6 +332,7 @@ export class SessionPool {
       key,
       serverName,
       closesWhenIdle: server.type !== "stdio",
+      ...(server.type === "stdio" ? { tag: newSessionTag() } : {}),
       inFlight: 0,
       closing: false,
       secrets: new Set(),
@@ -367,6 +371,7 @@ export class SessionPool {
       redact: (text) => this.redactor(entry).text(text),
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
+      sessionTag: entry.tag,
     });
     client.onclose = () => this.forget(entry);
     let child: ChildProcess | undefined;
@@ -374,7 +379,10 @@ export class SessionPool {
       onChildStart(transport, (started) => {
         child = started;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
-        whenGone(started, () => transport.onclose?.());
+        whenGone(started, () => {
+          this.endLeftovers(entry);
+          transport.onclose?.();
+        });
       });
     }
     try {
@@ -396,9 +404,12 @@ export class SessionPool {
       );
     } catch (err) {
       this.forget(entry);
+      // A server that gave the session an id before its initialization failed keeps it until told.
+      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.track(this.terminate(transport));
       await client.close().catch(() => undefined);
-      // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it.
-      if (child) this.track(exited(child));
+      // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
+      // and for what it started.
+      if (child) this.track(exited(child).then(() => this.endLeftovers(entry)));
       throw err;
     }
     const session: McpSession = {
@@ -482,15 +493,24 @@ export class SessionPool {
     if (!session) return;
     const transport = session.client.transport;
     try {
-      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
-        // A server that never answers the DELETE must not hold close(): closing the client aborts the request.
-        await withDeadline(() => transport.terminateSession(), this.deleteTimeoutMs).catch(() => undefined);
-      }
+      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.terminate(transport);
       await session.client.close();
     } catch (err) {
       const reason = this.redactor(entry).text((err as Error)?.message ?? String(err));
       this.logger.debug(`closing MCP session of server '${session.serverName}' failed: ${reason}`);
     }
+    await this.endLeftovers(entry);
+  }
+
+  /** Ends a server-side session (HTTP DELETE). A server that never answers must not hold close(): it is bounded. */
+  private async terminate(transport: StreamableHTTPClientTransport): Promise<void> {
+    await withDeadline(() => transport.terminateSession(), this.deleteTimeoutMs).catch(() => undefined);
+  }
+
+  /** Ends whatever a stdio session's child started that still runs; `close()` waits for it. */
+  private endLeftovers(entry: Entry): Promise<void> {
+    if (entry.tag === undefined) return Promise.resolve();
+    return this.track(endTaggedProcesses(entry.tag).then(() => undefined));
   }
 
   private redactor(entry: Entry): Redactor {

@@ -7,6 +7,7 @@ import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
 import { boundText, escapeControls } from "../shared/text";
 import { LineSplitter } from "./lines";
+import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
 export interface TransportOptions {
@@ -19,6 +20,8 @@ export interface TransportOptions {
   stdioMaxMessageBytes?: number;
   /** stdio: the child's cwd and env (the thread workspace pinning); default: the config's. */
   launch?: StdioLaunch;
+  /** stdio: the tag of this session's processes (`SESSION_TAG_ENV`), inherited by whatever the child starts. */
+  sessionTag?: string;
 }
 
 const STDERR_LINE_LIMIT = 500;
@@ -33,7 +36,11 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const transport = new StdioClientTransport({
         command: server.command,
         args: server.args,
-        env: { ...getDefaultEnvironment(), ...(opts.launch?.env ?? server.env) },
+        env: {
+          ...getDefaultEnvironment(),
+          ...(opts.launch?.env ?? server.env),
+          ...(opts.sessionTag === undefined ? {} : { [SESSION_TAG_ENV]: opts.sessionTag }),
+        },
         cwd: opts.launch ? opts.launch.cwd : server.cwd,
         stderr: "pipe",
         maxBufferSize: maxMessageBytes,

@@ -1,0 +1,118 @@
+import { describe, expect, test } from "@jest/globals";
+import { spawn } from "node:child_process";
+import { createMcpToolkit, McpServerSchema, RecordingLogger } from "../../lib";
+import { SessionPool } from "../../lib/sessions/pool";
+import { endProcesses, SESSION_TAG_ENV, taggedProcesses } from "../../lib/sessions/session-processes";
+import { sessionScope } from "../../lib/sessions/scope";
+import { EMPTY_HEADERS } from "../../lib/shared/headers";
+import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { stdioFixture } from "../fixtures/stdio";
+import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
+
+let markers = 0;
+/** A `sleep` argument no other process has: the sleeper is found by it in /proc. */
+const marker = () => `9${(markers += 1)}.${process.pid}${Date.now() % 1000}`;
+
+/** A stdio launch of the fixture server through `sh -c`, which first starts `background` (shell text) behind it. */
+function wrapped(background: string) {
+  const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+  return { type: "stdio" as const, command: "sh", args: ["-c", `${background} exec "$0" "$@"`, launch.command, ...launch.args], env: launch.env };
+}
+
+function killAll(...marks: string[]): void {
+  for (const mark of marks) for (const pid of pidsWithMarker(mark)) process.kill(pid, "SIGKILL");
+}
+
+describe("what a stdio server started ends with its session", () => {
+  test("close() ends a background process holding the server's pipes, one in a session of its own, and one that ignores SIGTERM", async () => {
+    const [holder, detached, stubborn] = [marker(), marker(), marker()];
+    const background =
+      `sleep ${holder} & setsid sleep ${detached} </dev/null >/dev/null 2>&1 & ` +
+      `(trap '' TERM; exec sleep ${stubborn}) </dev/null >/dev/null 2>&1 &`;
+    const configPath = await writeConfig(await makeTempDir("tree-close-"), { mcpServers: { local: wrapped(background) } });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("tree-close-data-") });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      const pid = Number((await callThroughGraph(graph, "local_pid", {}, { context: { user_id: "u" }, configurable: { thread_id: "t" } })).content);
+      expect(alive(pid)).toBe(true);
+      // Discovery's session and the thread's each started one of each.
+      for (const mark of [holder, detached, stubborn]) expect(await waitUntil(() => pidsWithMarker(mark).length === 2)).toBe(true);
+    } finally {
+      await toolkit.close();
+    }
+    // Gone when close() returns, not some time later.
+    expect([holder, detached, stubborn].map((mark) => pidsWithMarker(mark))).toEqual([[], [], []]);
+    killAll(holder, detached, stubborn);
+  }, 20_000);
+
+  test("an evicted scope's server takes its background process with it", async () => {
+    const sleeper = marker();
+    const server = McpServerSchema.parse(wrapped(`sleep ${sleeper} </dev/null >/dev/null 2>&1 &`));
+    const pool = new SessionPool(new RecordingLogger(), { maxStdioSessions: 1, dataDir: await makeTempDir("tree-evict-") });
+    const opts = (user: string) => ({ headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope(user, "t") });
+    try {
+      (await pool.acquire("local", server, opts("bob"))).release();
+      expect(await waitUntil(() => pidsWithMarker(sleeper).length === 1)).toBe(true);
+      const [bobs] = pidsWithMarker(sleeper);
+      (await pool.acquire("local", server, opts("alice"))).release();
+      // Alice's server started a sleeper of its own; bob's is the one that ends.
+      expect(await waitUntil(() => !alive(bobs))).toBe(true);
+      expect(pidsWithMarker(sleeper)).toHaveLength(1);
+    } finally {
+      await pool.close();
+      killAll(sleeper);
+    }
+    expect(pidsWithMarker(sleeper)).toEqual([]);
+  });
+
+  test("a server that dies while a process it started holds its pipes: that process is ended too", async () => {
+    const sleeper = marker();
+    const server = McpServerSchema.parse(wrapped(`sleep ${sleeper} &`));
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      lease.release();
+      expect(await waitUntil(() => pidsWithMarker(sleeper).length === 1)).toBe(true);
+      process.kill(lease.session.pid!, "SIGKILL");
+      expect(await waitUntil(() => pidsWithMarker(sleeper).length === 0)).toBe(true);
+      expect(pool.size()).toBe(0);
+    } finally {
+      await pool.close();
+      killAll(sleeper);
+    }
+  });
+
+  test("a creation that fails: close() returns once the child and what it started are gone", async () => {
+    const [started, child] = [marker(), marker()];
+    // Never answers initialize and outlives the end of its stdin.
+    const server = McpServerSchema.parse({ type: "stdio", command: "sh", args: ["-c", `sleep ${started} & exec sleep ${child}`] });
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      await expect(pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: 300 })).rejects.toThrow();
+    } finally {
+      await pool.close();
+    }
+    expect([pidsWithMarker(started), pidsWithMarker(child)]).toEqual([[], []]);
+    killAll(started, child);
+  }, 20_000);
+});
+
+describe("endProcesses", () => {
+  test("signals a process only while its pid still names the process that was found (same start time)", async () => {
+    const sleeper = marker();
+    const tag = `test-${sleeper}`;
+    const child = spawn("sleep", [sleeper], { stdio: "ignore", env: { ...process.env, [SESSION_TAG_ENV]: tag } });
+    try {
+      const [ref] = await taggedProcesses(tag);
+      expect(ref?.pid).toBe(child.pid);
+      // The same pid with another start time is another process (the pid was reused): left alone.
+      expect(await endProcesses([{ pid: ref.pid, start: `${Number(ref.start) + 1}` }], 100)).toBe(0);
+      expect(alive(ref.pid)).toBe(true);
+      expect(await endProcesses([ref], 100)).toBe(1);
+      expect(child.signalCode).toBe("SIGTERM");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});
