@@ -122,6 +122,16 @@ describe("prebuilt ToolNode in a StateGraph", () => {
     })));
   });
 
+  test("a progress notification whose numbers hold a secret of the run (a PIN) is not passed on", async () => {
+    const events: { progress: number }[] = [];
+    const stream = await toolNodeGraph(tools).stream(
+      { messages: [toolCalls([{ name: "local_progress", args: { steps: 3, flush: false }, id: "p2" }])] },
+      { streamMode: "custom", context: { secrets: { pin: "2" } } },
+    );
+    for await (const chunk of stream) events.push(chunk as { progress: number });
+    expect(events.map((event) => event.progress)).toEqual([1, 3]);
+  });
+
   test("an interceptor may interrupt() and the call resumes with the answer", async () => {
     const graph = toolNodeGraph(tools, new MemorySaver());
     const config = { configurable: { thread_id: "approval-thread" } };

@@ -166,3 +166,26 @@ describe("closing never waits on the server for long, and leaves nothing open", 
     }
   });
 });
+
+describe("a 404 that is not an expired session", () => {
+  test("a stateless server's own 404 on a call is shown as it is, and its session is kept", async () => {
+    const stateless = await startHttpFixture({ name: "plain", toolNames: ["echo"], stateless: true, notFoundTool: "echo" });
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-404-"), { mcpServers: { plain: { type: "http", url: stateless.url } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const ownGraph = toolNodeGraph(await own.getTools());
+      const inits = stateless.initializeCount();
+      for (const text of ["one", "two"]) {
+        const message = await callThroughGraph(ownGraph, "plain_echo", { text });
+        expect(message.status).toBe("error");
+        expect(message.content).toContain("no such tenant");
+        expect(message.content).not.toContain("no longer knows this MCP session");
+      }
+      expect(stateless.initializeCount()).toBe(inits);
+    } finally {
+      await own.close();
+      await stateless.close();
+    }
+  });
+});
+

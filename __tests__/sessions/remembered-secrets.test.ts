@@ -5,7 +5,11 @@
  * the child in `_meta.headers` at submit; the next call, from a run without secrets, asks for it back.
  */
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
-import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { SESSION_SECRETS_LIMIT, SessionPool } from "../../lib/sessions/pool";
+import { sessionScope } from "../../lib/sessions/scope";
+import { EMPTY_HEADERS } from "../../lib/shared/headers";
+import { alive, waitUntil } from "../fixtures/processes";
 import { REDACTED } from "../../lib/shared";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -45,4 +49,31 @@ test("a later call's answer is scrubbed of what an earlier call in the same stdi
   expect(text).not.toContain(SECRET);
   expect(Buffer.from(result.b64, "base64").toString("utf8")).not.toContain(SECRET);
   expect(JSON.stringify(answered.artifact ?? null)).not.toContain(SECRET);
+});
+
+test("a session sent more distinct secrets than it remembers forgets none: it is replaced once its running call is done", async () => {
+  const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"] }) });
+  const logger = new RecordingLogger();
+  const pool = new SessionPool(logger, { dataDir: await makeTempDir("remembered-limit-") });
+  const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("ann", "th-limit") };
+  try {
+    const lease = await pool.acquire("local", server, opts);
+    const sent = Array.from({ length: SESSION_SECRETS_LIMIT + 1 }, (_, i) => `run-token-${i}`);
+    expect(lease.session.rememberSecrets(sent.slice(0, SESSION_SECRETS_LIMIT))).toHaveLength(SESSION_SECRETS_LIMIT);
+    const again = pool.tryAcquire("local", server, opts);
+    expect(again?.session).toBe(lease.session);
+    again?.release();
+    // One more: all of them are still scrubbed from what this session's running call answers.
+    expect(new Set(lease.session.rememberSecrets(sent.slice(-1)))).toEqual(new Set(sent));
+    expect(pool.tryAcquire("local", server, opts)).toBeUndefined();
+    expect(alive(lease.session.pid!)).toBe(true);
+    lease.release();
+    expect(await waitUntil(() => !alive(lease.session.pid!))).toBe(true);
+    const next = await pool.acquire("local", server, opts);
+    next.release();
+    expect(next.session.pid).not.toBe(lease.session.pid);
+    expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining(`more than ${SESSION_SECRETS_LIMIT} distinct secrets`));
+  } finally {
+    await pool.close();
+  }
 });

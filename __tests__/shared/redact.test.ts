@@ -127,6 +127,19 @@ describe("Redactor", () => {
     expect(pem.split("\n").map((line) => r.text(line))).toEqual([REDACTED, REDACTED, REDACTED]);
   });
 
+  test("a secret holding backslash escapes is also blanked as a server that decodes them echoes it", () => {
+    // The 14 characters `tok\tAbc123XyZ`; echoed decoded (a real tab), then escaped by a log line or JSON it would read as the secret again.
+    const secret = "tok\\tAbc123XyZ";
+    const redactor = Redactor.of([secret]);
+    expect(redactor.text(`got tok\tAbc123XyZ.`)).toBe(`got ${REDACTED}.`);
+    expect(redactor.text(`got ${secret}.`)).toBe(`got ${REDACTED}.`);
+    expect(JSON.stringify(redactor.deep({ echoed: "tok\tAbc123XyZ" }))).not.toContain("Abc123");
+    expect(Redactor.of(["k\\x1b9Q"]).text("k\u001b9Q")).toBe(REDACTED);
+    expect(Redactor.of(["p\\u00e9ss"]).text("pss: p\u00e9ss")).toBe(`pss: ${REDACTED}`);
+    // An escape alone decodes to a line break, which is no secret: text keeps its line breaks.
+    expect(Redactor.of(["\\n"]).text("a\nb")).toBe("a\nb");
+  });
+
   test("longest first: a whole 'Bearer <token>' goes before its token alone", () => {
     const r = Redactor.of(headerSecrets({ Authorization: "Bearer abc123" }));
     expect(r.text("got 'Bearer abc123', abc123")).toBe(`got '${REDACTED}', ${REDACTED}`);

@@ -141,14 +141,19 @@ async function callWithDeadline(
     const toolCallId = toolCallIdOf(runtime);
     progress = session.progress.register((p: Progress) => {
       deadline.extend();
-      writer?.({
+      if (!writer) return;
+      const redactor = secrets.redactor();
+      const numbers = { progress: p.progress, total: p.total };
+      // A number whose digits hold a secret (a PIN) has no redacted form that is still a number: the event is not passed on.
+      if (redactor.deep(numbers) !== numbers) return;
+      writer({
         type: "mcp_progress",
         toolCallId,
         server: record.server,
         tool: record.rawName,
         progress: p.progress,
         total: p.total,
-        message: p.message === undefined ? undefined : secrets.redactor().text(p.message),
+        message: p.message === undefined ? undefined : redactor.text(p.message),
       } satisfies McpProgressEvent);
     });
   }
@@ -234,7 +239,7 @@ function sendToServer(
     } catch (err) {
       // Our deadline, not an outer one that aborted the run.
       if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(timeoutText(record, err)));
-      if (!stdio && isExpiredSession(err)) {
+      if (!stdio && isExpiredSession(err, lease.session.client.transport)) {
         // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(expiredText(record)));

@@ -186,7 +186,7 @@ export async function discoverServer(
       try {
         return await listAllTools(lease.session.client, signal);
       } catch (err) {
-        if (isExpiredSession(err)) {
+        if (isExpiredSession(err, lease.session.client.transport)) {
           pool.invalidate(lease.session);
           expired = true;
         }

@@ -1,10 +1,15 @@
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 
 /**
  * The server no longer knows the session (HTTP 404 on its session id: it expired it or restarted). Streamable
- * HTTP says so with a `StreamableHTTPError` of code 404; the SSE transport only in its message.
+ * HTTP says so with a `StreamableHTTPError` of code 404, and only a session the server gave an id can have expired
+ * (a stateless server's 404 is its own answer, shown as it is); the SSE transport, whose sessions always have an id,
+ * says so only in its message.
  */
-export function isExpiredSession(err: unknown): boolean {
-  if (err instanceof StreamableHTTPError) return err.code === 404;
+export function isExpiredSession(err: unknown, transport: Transport | undefined): boolean {
+  if (err instanceof StreamableHTTPError) {
+    return err.code === 404 && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
+  }
   return err instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(err.message);
 }

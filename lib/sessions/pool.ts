@@ -32,7 +32,8 @@ export interface McpSession {
   /**
    * Adds a call's secrets to those the session remembers and returns all of them: a stdio child may print or
    * answer with what an earlier call sent it at any time, so they are scrubbed from its log lines and from the
-   * results of its later calls. The most recent `SESSION_SECRETS_LIMIT` distinct values are kept.
+   * results of its later calls. None is forgotten: past `SESSION_SECRETS_LIMIT` distinct values the session leaves the
+   * pool (closed after its running calls) and a new child serves the scope's next call.
    */
   rememberSecrets(values: readonly string[]): readonly string[];
 }
@@ -115,7 +116,8 @@ export interface SessionPoolOptions {
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
 export const DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER = 64;
 export const DEFAULT_MAX_STDIO_SESSIONS = 256;
-const SESSION_SECRETS_LIMIT = 256;
+/** Distinct secrets one stdio session is sent before it is replaced (it remembers them all until then). */
+export const SESSION_SECRETS_LIMIT = 256;
 export const DEFAULT_SESSION_DELETE_TIMEOUT_MS = 2_000;
 
 export const CLIENT_INFO = { name: "langgraph-mcp-harness", version: "0.1.0" } as const;
@@ -428,9 +430,14 @@ export class SessionPool {
             entry.secretList = undefined;
           }
         }
-        while (entry.secrets.size > SESSION_SECRETS_LIMIT) {
-          entry.secrets.delete(entry.secrets.values().next().value as string);
-          entry.secretList = undefined;
+        if (entry.secrets.size > SESSION_SECRETS_LIMIT && this.entries.get(entry.key) === entry) {
+          // Forgetting a secret would let the child echo it unscrubbed later: the child is replaced instead.
+          const where = scope ? ` of thread workspace '${threadFolderName(scope.threadId)}'` : "";
+          this.logger.info(
+            `the stdio session${where} of MCP server '${serverName}' was sent more than ${SESSION_SECRETS_LIMIT} distinct ` +
+              "secrets; a new one serves its next calls once its running calls are done",
+          );
+          this.drain(entry);
         }
         return (entry.secretList ??= [...entry.secrets]);
       },
