@@ -89,6 +89,45 @@ describe("a call still in its interceptors when the tools reload", () => {
   });
 });
 
+describe("a call still in its interceptors when the toolkit closes or its new configuration cannot be loaded", () => {
+  test("close(): the call rejects with ToolkitClosedError (nothing tells the model to call again a toolkit that is gone)", async () => {
+    const { state, interceptor } = holding();
+    const file = await writeConfig(await makeTempDir("mcp-reload-"), { mcpServers: { remote: { type: "http", url: http.url } } });
+    const toolkit = createMcpToolkit({ configPath: file, env: {}, logger: new RecordingLogger(), interceptors: [interceptor] });
+    const [echo] = await toolkit.getTools();
+    const sentBefore = http.requests.filter((r) => findToolCall([r], "held")).length;
+    const call = invoke(echo, "held", "k1");
+    await state.entered;
+    await toolkit.close();
+    state.release();
+    await expect(call).rejects.toBeInstanceOf(ToolkitClosedError);
+    expect(http.requests.filter((r) => findToolCall([r], "held")).length).toBe(sentBefore);
+  });
+
+  test("a configuration that cannot be loaded: the call says so, not that the server's configuration changed", async () => {
+    const { state, interceptor } = holding();
+    const dir = await makeTempDir("mcp-reload-");
+    const file = await writeConfig(dir, { mcpServers: { remote: { type: "http", url: http.url } } });
+    const logger = new RecordingLogger();
+    const toolkit = createMcpToolkit({ configPath: file, env: {}, logger, interceptors: [interceptor] });
+    try {
+      const [echo] = await toolkit.getTools();
+      const call = invoke(echo, "held", "k2");
+      await state.entered;
+      await writeFile(file, '{ "mcpServers": { "remote": ');
+      await expect(toolkit.getTools()).rejects.toThrow();
+      state.release();
+      const message = await call;
+      expect(message.status).toBe("error");
+      expect(message.content).toBe("MCP tool 'echo' was not called: the MCP configuration could not be loaded (see the logs)");
+      expect(String(message.content)).not.toContain(dir);
+      expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining("could not be reloaded for a call to server 'remote'"));
+    } finally {
+      await toolkit.close();
+    }
+  });
+});
+
 describe("close() after a reload", () => {
   test("a session an earlier generation still had busy is closed too: its child is gone", async () => {
     const launch = stdioFixture({ name: "local", toolNames: ["pid", "slow"] });

@@ -186,6 +186,24 @@ describe("the thread workspace", () => {
     );
   });
 
+  test.each([
+    ["workspace", ["user-data", "workspace"], "user-data/workspace"],
+    ["user-data", ["user-data"], "user-data"],
+    ["thread's own", [], "its folder"],
+  ])("a symbolic link planted as the thread's %s folder: no child starts there; a clear error", async (_label, parts, where) => {
+    const outside = await makeTempDir("mcp-planted-");
+    const thread = `ws-planted-${parts.length}`;
+    const link = path.join(dataDir, "threads", thread, ...parts);
+    await mkdir(path.dirname(link), { recursive: true });
+    await symlink(outside, link);
+    const message = await callThroughGraph(graph, "local_where", {}, scope("alice", thread));
+    expect(message.status).toBe("error");
+    expect(message.content).toBe(
+      `MCP tool 'where' on server 'local' failed: could not prepare the thread workspace of MCP server 'local': a symbolic link at ${where}`,
+    );
+    expect(String(message.content)).not.toContain(outside);
+  });
+
   test("a workspace holding a file named .mcp: the call still runs there, with the host's temp folder", async () => {
     const workspace = path.join(dataDir, "threads", "ws-file", "user-data", "workspace");
     await mkdir(workspace, { recursive: true });

@@ -10,7 +10,7 @@ import { CallSecrets } from "./call-secrets";
 import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
-import { isOwnText, McpToolCallError, ownText, systemErrorText } from "../shared/errors";
+import { isOwnText, McpToolCallError, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -44,9 +44,10 @@ export interface CallTarget {
   scope?: SessionScope;
   /**
    * Where the call goes instead when `pool` was retired (the tools reloaded) before it was sent: the new generation's
-   * pool and config of the server, or `undefined` when the server is gone or connects differently now.
+   * pool and config of the server, `undefined` when the server is gone or connects differently now, "unloadable" when
+   * the new configuration could not be loaded; it throws `ToolkitClosedError` once the toolkit is closed.
    */
-  successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig } | undefined>;
+  successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig } | "unloadable" | undefined>;
 }
 
 export interface CallPathOptions {
@@ -98,6 +99,11 @@ function reconfiguredText(record: McpToolRecord): string {
     `MCP tool '${record.rawName}' on server '${record.server}' was not called: the server's configuration changed while ` +
     "the call was being prepared; call it again"
   );
+}
+
+/** A call refused because the configuration, changed since its tool was made, cannot be loaded now. */
+export function unloadableText(record: McpToolRecord): string {
+  return `MCP tool '${record.rawName}' was not called: the MCP configuration could not be loaded (see the logs)`;
 }
 
 /** How deep arrays and objects may nest in a result (below JSON.stringify's and our walkers' recursion limits). */
@@ -203,6 +209,7 @@ function sendToServer(
     if (pool.isRetired && target.successor) {
       // The tools reloaded while the interceptors ran: nothing was sent yet, so the call may go to the new sessions.
       const next = await target.successor();
+      if (next === "unloadable") throw ownText(new McpToolCallError(unloadableText(record)));
       if (!next) throw ownText(new McpToolCallError(reconfiguredText(record)));
       ({ server, pool } = next);
     }
@@ -345,7 +352,7 @@ export async function runToolCall(
     const result = await withTranslatedPaths(outcome, workspace);
     return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
   } catch (err) {
-    if (isGraphBubbleUp(err) || runtime?.signal?.aborted) throw err;
+    if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
     return errorOutput(message, visibleName, toolCallId);
   }
@@ -390,7 +397,7 @@ export async function runDirectCall(
     unscrubbed(secrets.all());
     return outcome;
   } catch (err) {
-    if (isGraphBubbleUp(err)) throw err;
+    if (isGraphBubbleUp(err) || err instanceof ToolkitClosedError) throw err;
     // A cancelled run ends with its own reason: an error that raced the abort may quote what the call carried.
     if (signal?.aborted) throw signal.reason;
     throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));

@@ -30,7 +30,7 @@ import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { consoleLogger, type Logger } from "../shared/logger";
-import { runDirectCall, runToolCall, toolErrorOutput, withTranslatedPaths, type CallPathOptions, type CallWorkspace } from "./call";
+import { runDirectCall, runToolCall, toolErrorOutput, unloadableText, withTranslatedPaths, type CallPathOptions, type CallWorkspace } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -39,7 +39,7 @@ import { resolveDataDir, SessionPool, sessionScope } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
 import { checkedTaskServers, quotedNames, type DiscoveredTool, type ToolkitTaskHooks } from "./task-hooks";
-import { McpToolCallError, ownText } from "../shared/errors";
+import { McpToolCallError, ownText, ToolkitClosedError } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
 
 export interface McpToolkitOptions {
@@ -238,12 +238,7 @@ function blockedBy(generation: Generation, server: string): McpTaskConfiguration
   return generation.toolsError?.blockedServers.includes(server) ? generation.toolsError : undefined;
 }
 
-export class ToolkitClosedError extends Error {
-  constructor() {
-    super("McpToolkit is closed");
-    this.name = "ToolkitClosedError";
-  }
-}
+export { ToolkitClosedError };
 
 /**
  * Owns one config path, the tool cache and the session pool of the current generation.
@@ -328,12 +323,19 @@ export class McpToolkit {
   private async successor(
     serverName: string,
     server: McpServerConfig,
-  ): Promise<{ pool: SessionPool; server: McpServerConfig } | undefined> {
-    if (this.closed) return undefined;
-    const generation = await this.ensureLoaded().catch(() => undefined);
-    if (generation && blockedBy(generation, serverName)) return undefined;
-    const entry = generation?.servers.get(serverName);
-    return generation && entry && sameConnection(entry.config, server) ? { pool: generation.pool, server: entry.config } : undefined;
+  ): Promise<{ pool: SessionPool; server: McpServerConfig } | "unloadable" | undefined> {
+    if (this.closed) throw new ToolkitClosedError();
+    let generation: Generation;
+    try {
+      generation = await this.ensureLoaded();
+    } catch (err) {
+      if (err instanceof ToolkitClosedError) throw err;
+      this.logger.warn(`MCP tools could not be reloaded for a call to server '${serverName}': ${(err as Error)?.message ?? String(err)}`);
+      return "unloadable";
+    }
+    if (blockedBy(generation, serverName)) return undefined;
+    const entry = generation.servers.get(serverName);
+    return entry && sameConnection(entry.config, server) ? { pool: generation.pool, server: entry.config } : undefined;
   }
 
   private ensureLoaded(): Promise<Generation> {
@@ -530,8 +532,7 @@ export class McpToolkit {
         if (err instanceof ToolkitClosedError) throw err;
         // The config's own error names the file; the model gets a line of its own.
         this.logger.warn(`MCP tools could not be reloaded for a call of '${visibleName}': ${(err as Error)?.message ?? String(err)}`);
-        const text = `MCP tool '${record.rawName}' was not called: the MCP configuration could not be loaded (see the logs)`;
-        return toolErrorOutput(text, visibleName, config);
+        return toolErrorOutput(unloadableText(record), visibleName, config);
       },
     );
   }

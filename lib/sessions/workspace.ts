@@ -45,12 +45,21 @@ export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
 }
 
 /**
- * Creates the thread's workspace (a failure throws) and its private temp folder, 0700 even if it existed with a wider
+ * Creates the thread's workspace (a failure throws, also a symbolic link in place of the thread's folder, its
+ * `user-data` or its `workspace`) and its private temp folder, 0700 even if it existed with a wider
  * mode. Returns `null` when the temp folder is ready, else why not (an error code): the workspace belongs to the
  * thread's tools, so `.mcp` may be a file, or a symlink to a folder elsewhere, which is never made private or used.
  */
 export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | null> {
   await mkdir(paths.workspace, { recursive: true });
+  // A link planted in the thread's own folders (by a server of that thread) would move its next child elsewhere.
+  const thread = nodePath.dirname(paths.userData);
+  for (const dir of [thread, paths.userData, paths.workspace]) {
+    if ((await lstat(dir)).isSymbolicLink()) {
+      const where = nodePath.relative(nodePath.dirname(thread), dir).split(nodePath.sep).slice(1).join("/") || "its folder";
+      throw Object.assign(new Error("symbolic link in a thread workspace path"), { code: `a symbolic link at ${where}` });
+    }
+  }
   try {
     for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
       await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {

@@ -36,3 +36,11 @@ export function systemErrorText(err: unknown): string | undefined {
   const description = typeof message === "string" && message.startsWith(`${code}: `) ? message.slice(code.length + 2).split(",")[0] : "";
   return `${code}${description ? `: ${description}` : ""} (${syscall})`;
 }
+
+/** A call or load on a toolkit after its `close()`: nothing is sent, and it is the host's error, not the model's. */
+export class ToolkitClosedError extends Error {
+  constructor() {
+    super("McpToolkit is closed");
+    this.name = "ToolkitClosedError";
+  }
+}
