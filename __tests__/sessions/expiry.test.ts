@@ -11,6 +11,8 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { findToolCall } from "../fixtures/http-common";
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
+import { startSseFixture } from "../fixtures/sse-server";
+import { waitUntil } from "../fixtures/processes";
 
 let http: StreamableHttpFixture;
 let toolkit: McpToolkit;
@@ -189,3 +191,87 @@ describe("a 404 that is not an expired session", () => {
   });
 });
 
+describe("an SSE session whose event stream ends (the server expired it or restarted)", () => {
+  test("is dropped at once: its running call fails now, not at its timeout, and the next call initializes a new session", async () => {
+    const sse = await startSseFixture({ name: "legacy", toolNames: ["echo", "slow"] });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "sse", url: sse.url });
+    const acquire = () => pool.acquire("legacy", server, { headers: {}, initTimeoutMs: 5000 });
+    try {
+      const first = await acquire();
+      // No timeout of its own: only the end of the stream can end this call.
+      const running = first.session.client.callTool({ name: "slow", arguments: { ms: 60_000 } }, undefined, { timeout: 2 ** 31 - 1 });
+      await sse.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      const inits = sse.initializeCount();
+      await sse.endStreams();
+      await expect(running).rejects.toThrow("Connection closed");
+      first.release();
+      expect(await waitUntil(() => pool.size() === 0)).toBe(true);
+
+      const next = await acquire();
+      try {
+        expect(next.session).not.toBe(first.session);
+        expect(sse.initializeCount()).toBe(inits + 1);
+        expect(await next.session.client.callTool({ name: "echo", arguments: { text: "after" } })).toMatchObject({ content: [{ text: "after" }] });
+      } finally {
+        next.release();
+      }
+      // Every call went to a session that was initialized: none to a stream the client reconnected on its own.
+      const initialized = new Set(sse.requests.filter((r) => r.rpcMethods?.includes("initialize")).map((r) => r.sessionId));
+      const called = sse.requests.filter((r) => r.rpcMethods?.includes("tools/call")).map((r) => r.sessionId);
+      expect(called.every((id) => initialized.has(id))).toBe(true);
+    } finally {
+      await pool.close();
+      await sse.close();
+    }
+  });
+});
+
+describe("a call running when the server forgets its session (expiry, restart)", () => {
+  test("fails at once with a clear error, not at its timeout; it is not sent again and the next call works on a new session", async () => {
+    const fx = await startHttpFixture({ name: "busy", toolNames: ["echo", "slow"] });
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-running-"), {
+      mcpServers: { busy: { type: "http", url: fx.url, tool_call_timeout: 600 } },
+    });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const ownGraph = toolNodeGraph(await own.getTools());
+      const running = callThroughGraph(ownGraph, "busy_slow", { ms: 600_000 });
+      const slow = await fx.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      const inits = fx.initializeCount();
+      await fx.forgetSessions();
+      const failed = await running;
+      expect(failed.status).toBe("error");
+      expect(failed.content).toBe(
+        "MCP tool 'slow' on server 'busy' failed: the server ended the call's response stream without an answer (it restarted, " +
+          "expired the session or dropped the call). The call was not sent again; a new session serves the next call.",
+      );
+      expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(1);
+      const after = await callThroughGraph(ownGraph, "busy_echo", { text: "after" });
+      expect(after.content).toBe("after");
+      expect(fx.initializeCount()).toBe(inits + 1);
+      // The next call went straight to a new session, not first to the forgotten one (which would answer 404).
+      expect(findToolCall(fx.requests, "after")!.sessionId).not.toBe(slow.sessionId);
+      expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(2);
+    } finally {
+      await own.close();
+      await fx.close();
+    }
+  });
+
+  test("a stream the server can resume (it sent an event id) is left to the client, which reconnects and gets the answer", async () => {
+    const fx = await startHttpFixture({ name: "polling", toolNames: ["echo", "drop_stream"], resumable: true });
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-resumable-"), { mcpServers: { polling: { type: "http", url: fx.url } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "polling_drop_stream", { ms: 100 });
+      expect(message.content).toBe("resumed");
+      // It was resumed: a GET with the last event id, not a second call.
+      expect(fx.requests.some((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined)).toBe(true);
+      expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(1);
+    } finally {
+      await own.close();
+      await fx.close();
+    }
+  });
+});

@@ -17,6 +17,7 @@ import type { McpToolRecord } from "./metadata";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles } from "../sessions/changes";
 import { isExpiredSession } from "../sessions/expired";
+import { isLostCall } from "../sessions/lost-calls";
 import { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
@@ -91,6 +92,13 @@ function expiredText(record: McpToolRecord): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
     "(HTTP 404: it expired or the server restarted). The call was not sent again; a new session serves the next call."
+  );
+}
+
+function lostText(record: McpToolRecord): string {
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' failed: the server ended the call's response stream without ` +
+    "an answer (it restarted, expired the session or dropped the call). The call was not sent again; a new session serves the next call."
   );
 }
 
@@ -250,6 +258,11 @@ function sendToServer(
         // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(expiredText(record)));
+      }
+      if (!stdio && isLostCall(err)) {
+        // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
+        pool.invalidate(lease.session);
+        throw ownText(new McpToolCallError(lostText(record)));
       }
       throw err;
     } finally {

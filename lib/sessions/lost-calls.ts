@@ -1,0 +1,102 @@
+import { McpError, type JSONRPCMessage, type MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+
+/** JSON-RPC error code (implementation-defined range) of a call whose response stream ended without its answer. */
+export const LOST_CALL_CODE = -32098;
+
+const LOST_CALL_MESSAGE = "the server ended the call's response stream without an answer";
+
+/** Whether `err` is the failure `LostCallWatch` gave a call the server dropped. */
+export function isLostCall(err: unknown): boolean {
+  return err instanceof McpError && err.code === LOST_CALL_CODE;
+}
+
+type RequestId = string | number;
+
+/** The id of the JSON-RPC request a POST carries (one request, not a batch or a notification). */
+function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
+  if (init?.method !== "POST" || typeof init.body !== "string") return undefined;
+  try {
+    const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
+    return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether an SSE chunk (with the end of the one before it) holds an event id, which makes the stream resumable. */
+const EVENT_ID_LINE = /(?:^|[\r\n])id:/;
+
+/**
+ * Streamable HTTP: a request's answer comes on the SSE stream of its own POST. When that stream ends or breaks
+ * without the answer and without an event id to resume from (the server restarted, or expired the session, with the
+ * call running), the SDK leaves the call waiting until its timeout; this watch answers it at once with a JSON-RPC
+ * error of code `LOST_CALL_CODE` instead. Resumable streams are left to the SDK, which reconnects to them.
+ */
+export class LostCallWatch {
+  private readonly pending = new Set<RequestId>();
+  private transport: Transport | undefined;
+
+  /** Sees every message the transport hands the client, to know which requests were answered. */
+  attach(transport: Transport): void {
+    this.transport = transport;
+    const start = transport.start.bind(transport);
+    transport.start = () => {
+      // Set by the client as it connects, before start().
+      const deliver = transport.onmessage;
+      transport.onmessage = <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => {
+        if ("id" in message && !("method" in message) && message.id !== undefined) this.pending.delete(message.id);
+        deliver?.(message, extra);
+      };
+      return start();
+    };
+  }
+
+  /** The transport's fetch: each request's SSE response is watched for an end without the answer. */
+  fetch(base: typeof fetch = fetch): typeof fetch {
+    return async (input, init) => {
+      const response = await base(input, init);
+      const body = response.body;
+      if (body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
+      const id = requestIdOf(init);
+      if (id === undefined) return response;
+      this.pending.add(id);
+      const reader = body.getReader();
+      const decoder = new TextDecoder();
+      let tail = "";
+      let resumable = false;
+      const ended = () => {
+        // After the client has read what came last (its stream pipeline runs on promises).
+        setImmediate(() => this.lost(id, resumable));
+      };
+      const watched = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              controller.close();
+              ended();
+              return;
+            }
+            if (!resumable) {
+              const text = tail + decoder.decode(value, { stream: true });
+              resumable = EVENT_ID_LINE.test(text);
+              tail = text.slice(-4);
+            }
+            controller.enqueue(value);
+          } catch (err) {
+            controller.error(err);
+            ended();
+          }
+        },
+        cancel: (reason) => reader.cancel(reason),
+      });
+      return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+    };
+  }
+
+  private lost(id: RequestId, resumable: boolean): void {
+    if (!this.pending.delete(id) || resumable) return;
+    this.transport?.onmessage?.({ jsonrpc: "2.0", id, error: { code: LOST_CALL_CODE, message: LOST_CALL_MESSAGE } });
+  }
+}
