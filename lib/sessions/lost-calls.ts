@@ -1,5 +1,6 @@
 import { McpError, type JSONRPCMessage, type MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { watchStreamEnd } from "./stream-end";
 
 /** JSON-RPC error code (implementation-defined range) of a call whose response stream ended without its answer. */
 export const LOST_CALL_CODE = -32098;
@@ -56,42 +57,21 @@ export class LostCallWatch {
   fetch(base: typeof fetch = fetch): typeof fetch {
     return async (input, init) => {
       const response = await base(input, init);
-      const body = response.body;
-      if (body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
+      if (response.body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
       const id = requestIdOf(init);
       if (id === undefined) return response;
       this.pending.add(id);
-      const reader = body.getReader();
       const decoder = new TextDecoder();
       let tail = "";
       let resumable = false;
-      const ended = () => {
-        // After the client has read what came last (its stream pipeline runs on promises).
-        setImmediate(() => this.lost(id, resumable));
+      const onChunk = (chunk: Uint8Array) => {
+        if (resumable) return;
+        const text = tail + decoder.decode(chunk, { stream: true });
+        resumable = EVENT_ID_LINE.test(text);
+        tail = text.slice(-4);
       };
-      const watched = new ReadableStream<Uint8Array>({
-        async pull(controller) {
-          try {
-            const { done, value } = await reader.read();
-            if (done) {
-              controller.close();
-              ended();
-              return;
-            }
-            if (!resumable) {
-              const text = tail + decoder.decode(value, { stream: true });
-              resumable = EVENT_ID_LINE.test(text);
-              tail = text.slice(-4);
-            }
-            controller.enqueue(value);
-          } catch (err) {
-            controller.error(err);
-            ended();
-          }
-        },
-        cancel: (reason) => reader.cancel(reason),
-      });
-      return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+      // Checked once the client has read what came last (its stream pipeline runs on promises).
+      return watchStreamEnd(response, () => setImmediate(() => this.lost(id, resumable)), onChunk);
     };
   }
 

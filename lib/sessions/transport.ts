@@ -8,6 +8,7 @@ import type { StdioLaunch } from "./workspace";
 import { boundText, escapeControls } from "../shared/text";
 import { LineSplitter } from "./lines";
 import { LostCallWatch } from "./lost-calls";
+import { endsSessionWithStream } from "./sse-session";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -84,46 +85,3 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
   }
 }
 
-/**
- * The event stream's fetch for an SSE session, which lives as long as its stream: once the stream of a started session
- * ends or breaks (the server expired the session or restarted), the transport is closed, so its calls fail at once
- * instead of waiting for their timeout, and the pool drops it. Left alone, the SDK's EventSource would reconnect and
- * take the new stream's endpoint, a server session nobody initialized, and every later call would be sent there.
- * (`_endpoint` is a private field of SDK 1.x's transport: without it, a stream that ends is left to the SDK.)
- */
-function endsSessionWithStream(transport: () => SSEClientTransport): typeof fetch {
-  let started = false;
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    if (started) {
-      // A reconnect: the session it belonged to is over whatever this stream is.
-      void response.body?.cancel().catch(() => undefined);
-      void transport().close();
-      return response;
-    }
-    started = true;
-    const body = response.body;
-    if (!response.ok || body === null) return response;
-    const reader = body.getReader();
-    // Before the endpoint arrived the SDK's own start fails or retries; after it, the session is over.
-    const ended = () => {
-      if ((transport() as unknown as { _endpoint?: URL })._endpoint !== undefined) void transport().close();
-    };
-    const watched = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        try {
-          const { done, value } = await reader.read();
-          if (done) {
-            controller.close();
-            ended();
-          } else controller.enqueue(value);
-        } catch (err) {
-          controller.error(err);
-          ended();
-        }
-      },
-      cancel: (reason) => reader.cancel(reason),
-    });
-    return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
-  };
-}

@@ -1,0 +1,28 @@
+import type { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { watchStreamEnd } from "./stream-end";
+
+/**
+ * The event stream's fetch for an SSE session, which lives as long as its stream: once the stream of a started session
+ * ends or breaks (the server expired the session or restarted), the transport is closed, so its calls fail at once
+ * instead of waiting for their timeout, and the pool drops it. Left alone, the SDK's EventSource would reconnect and
+ * take the new stream's endpoint, a server session nobody initialized, and every later call would be sent there.
+ * (`_endpoint` is a private field of SDK 1.x's transport: without it, a stream that ends is left to the SDK.)
+ */
+export function endsSessionWithStream(transport: () => SSEClientTransport): typeof fetch {
+  let started = false;
+  // Before the endpoint arrived the SDK's own start fails or retries; after it, the session is over.
+  const ended = () => {
+    if ((transport() as unknown as { _endpoint?: URL })._endpoint !== undefined) void transport().close();
+  };
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (started) {
+      // A reconnect: the session it belonged to is over, whatever this stream is.
+      void response.body?.cancel().catch(() => undefined);
+      void transport().close();
+      return response;
+    }
+    started = true;
+    return response.ok ? watchStreamEnd(response, ended) : response;
+  };
+}
