@@ -1,6 +1,6 @@
+import type { ReadableStreamReadResult, ReadableWritablePair, StreamPipeOptions } from "node:stream/web";
 import { McpError, type JSONRPCMessage, type MessageExtraInfo } from "@modelcontextprotocol/sdk/types.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { watchStreamEnd } from "./stream-end";
 
 /** JSON-RPC error code (implementation-defined range) of a call whose response stream ended without its answer. */
 export const LOST_CALL_CODE = -32098;
@@ -25,8 +25,56 @@ function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
   }
 }
 
-/** Whether an SSE chunk (with the end of the one before it) holds an event id, which makes the stream resumable. */
-const EVENT_ID_LINE = /(?:^|[\r\n])id:/;
+/** What the SDK reads of an SSE response: parsed events (`id` set on an event a client can resume from). */
+interface ParsedEvent {
+  readonly id?: string;
+}
+
+type ReadResult = ReadableStreamReadResult<ParsedEvent>;
+
+/**
+ * Calls `observe` with each read the SDK makes of `stream` after piping it through `pipes` transforms (its text
+ * decoder, then its SSE parser), and `observe(undefined)` when a read fails. Nothing is added to the pipeline: the
+ * pipes and the reader are the SDK's own, only their methods on these objects are wrapped. Should the SDK read the
+ * stream some other way, nothing is observed and calls keep their old behaviour (they wait for their timeout).
+ */
+function observeReads(stream: ReadableStream<unknown>, pipes: number, observe: (result: ReadResult | undefined) => void): void {
+  if (pipes > 0) {
+    const pipeThrough = stream.pipeThrough.bind(stream) as (transform: ReadableWritablePair<unknown, unknown>, options?: StreamPipeOptions) => ReadableStream<unknown>;
+    Object.defineProperty(stream, "pipeThrough", {
+      configurable: true,
+      value: (transform: ReadableWritablePair<unknown, unknown>, options?: StreamPipeOptions) => {
+        const piped = pipeThrough(transform, options);
+        observeReads(piped, pipes - 1, observe);
+        return piped;
+      },
+    });
+    return;
+  }
+  const getReader = stream.getReader.bind(stream) as () => ReadableStreamDefaultReader<ParsedEvent>;
+  Object.defineProperty(stream, "getReader", {
+    configurable: true,
+    value: () => {
+      const reader = getReader();
+      const read = reader.read.bind(reader);
+      Object.defineProperty(reader, "read", {
+        configurable: true,
+        value: () =>
+          read().then(
+            (result) => {
+              observe(result);
+              return result;
+            },
+            (err: unknown) => {
+              observe(undefined);
+              throw err;
+            },
+          ),
+      });
+      return reader;
+    },
+  });
+}
 
 /**
  * Streamable HTTP: a request's answer comes on the SSE stream of its own POST. When that stream ends or breaks
@@ -61,17 +109,16 @@ export class LostCallWatch {
       const id = requestIdOf(init);
       if (id === undefined) return response;
       this.pending.add(id);
-      const decoder = new TextDecoder();
-      let tail = "";
       let resumable = false;
-      const onChunk = (chunk: Uint8Array) => {
-        if (resumable) return;
-        const text = tail + decoder.decode(chunk, { stream: true });
-        resumable = EVENT_ID_LINE.test(text);
-        tail = text.slice(-4);
-      };
-      // Checked once the client has read what came last (its stream pipeline runs on promises).
-      return watchStreamEnd(response, () => setImmediate(() => this.lost(id, resumable)), onChunk);
+      observeReads(response.body, 2, (result) => {
+        if (result && !result.done) {
+          if (result.value?.id) resumable = true;
+          return;
+        }
+        // Ended or broken. Checked once the client has handled what it read last.
+        setImmediate(() => this.lost(id, resumable));
+      });
+      return response;
     };
   }
 
