@@ -5,7 +5,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, MAX_TIMEOUT_SECONDS, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { callDeadlineLimits } from "../../lib/mcp/call";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { findToolCall, type HttpFixture } from "../fixtures/http-common";
+import { findToolCall, type HttpFixture, type HttpFixtureOptions } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
@@ -156,3 +156,30 @@ describe("a run cancelled during a call", () => {
     expect(findToolCall(http.requests, marker)?.sessionId).toBe(sent.sessionId);
   });
 });
+
+describe("session_init_timeout on a call that needs a new session", () => {
+  test("the call says the session did not start in time (not that the tool timed out), and was not sent", async () => {
+    // Read at each initialize: discovery's session starts, the one for the user's own headers never does.
+    const options: HttpFixtureOptions = { name: "starting", toolNames: ["echo"] };
+    const fx = await startHttpFixture(options);
+    const configPath = await writeConfig(await makeTempDir("mcp-timeouts-init-"), {
+      mcpServers: { starting: { type: "http", url: fx.url, session_init_timeout: 0.3, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+    });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const [echo] = await own.getTools();
+      options.hangOnInitialize = true;
+      const message = (await echo.invoke(
+        { type: "tool_call", id: "init-1", name: echo.name, args: { text: "never sent" } },
+        { context: { secrets: { api_key: "k-1" } } },
+      )) as ToolMessage;
+      expect(message.status).toBe("error");
+      expect(message.content).toBe("MCP tool 'echo' on server 'starting' was not called: its MCP session did not start within 0.3s (session_init_timeout)");
+      expect(findToolCall(fx.requests, "never sent")).toBeUndefined();
+    } finally {
+      await own.close();
+      await fx.close();
+    }
+  });
+});
+

@@ -121,6 +121,11 @@ function tooDeepText(record: McpToolRecord): string {
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: its result nests deeper than ${MAX_RESULT_DEPTH} levels and was not read`;
 }
 
+function initTimeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
+  const seconds = (err.timeoutMs / 1000).toFixed(1);
+  return `MCP tool '${record.rawName}' on server '${record.server}' was not called: its MCP session did not start within ${seconds}s (session_init_timeout)`;
+}
+
 function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
   const seconds = (err.timeoutMs / 1000).toFixed(1);
   const reason =
@@ -234,7 +239,12 @@ function sendToServer(
     if (lease === undefined) {
       acquiring.initTimeoutMs = initTimeoutMs(server);
       acquiring.signal = signal;
-      lease = await pool.acquire(request.serverName, server, acquiring);
+      try {
+        lease = await pool.acquire(request.serverName, server, acquiring);
+      } catch (err) {
+        if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(initTimeoutText(record, err)));
+        throw err;
+      }
     }
     const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;
