@@ -14,9 +14,15 @@ export function isLostCall(err: unknown): boolean {
 
 type RequestId = string | number;
 
+/** How the SDK writes a request: `{"method":…,"jsonrpc":"2.0","id":<id>}`, its id last. */
+const SDK_REQUEST_ID = /,"jsonrpc":"2\.0","id":(\d+)\}$/;
+
 /** The id of the JSON-RPC request a POST carries (one request, not a batch or a notification). */
 function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
   if (init?.method !== "POST" || typeof init.body !== "string") return undefined;
+  // Read from the end when the SDK wrote it (a call's arguments may be large); parsed otherwise.
+  const written = init.body.startsWith('{"method":') ? SDK_REQUEST_ID.exec(init.body.slice(-48)) : null;
+  if (written) return Number(written[1]);
   try {
     const message = JSON.parse(init.body) as { id?: unknown; method?: unknown };
     return typeof message.method === "string" && (typeof message.id === "string" || typeof message.id === "number") ? message.id : undefined;
