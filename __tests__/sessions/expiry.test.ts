@@ -169,13 +169,27 @@ describe("closing never waits on the server for long, and leaves nothing open", 
   });
 });
 
+/** A toolkit of its own on `fixture` (as server `name`, with `extra` config), its ToolNode graph for `run`; both closed after. */
+async function withOwnToolkit(
+  fixture: StreamableHttpFixture,
+  name: string,
+  extra: Record<string, unknown>,
+  run: (graph: ToolNodeGraph) => Promise<void>,
+): Promise<void> {
+  const configPath = await writeConfig(await makeTempDir("mcp-expiry-own-"), { mcpServers: { [name]: { type: "http", url: fixture.url, ...extra } } });
+  const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+  try {
+    await run(toolNodeGraph(await own.getTools()));
+  } finally {
+    await own.close();
+    await fixture.close();
+  }
+}
+
 describe("a 404 that is not an expired session", () => {
   test("a stateless server's own 404 on a call is shown as it is, and its session is kept", async () => {
     const stateless = await startHttpFixture({ name: "plain", toolNames: ["echo"], stateless: true, notFoundTool: "echo" });
-    const configPath = await writeConfig(await makeTempDir("mcp-expiry-404-"), { mcpServers: { plain: { type: "http", url: stateless.url } } });
-    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    try {
-      const ownGraph = toolNodeGraph(await own.getTools());
+    await withOwnToolkit(stateless, "plain", {}, async (ownGraph) => {
       const inits = stateless.initializeCount();
       for (const text of ["one", "two"]) {
         const message = await callThroughGraph(ownGraph, "plain_echo", { text });
@@ -184,10 +198,7 @@ describe("a 404 that is not an expired session", () => {
         expect(message.content).not.toContain("no longer knows this MCP session");
       }
       expect(stateless.initializeCount()).toBe(inits);
-    } finally {
-      await own.close();
-      await stateless.close();
-    }
+    });
   });
 });
 
@@ -230,12 +241,7 @@ describe("an SSE session whose event stream ends (the server expired it or resta
 describe("a call running when the server forgets its session (expiry, restart)", () => {
   test("fails at once with a clear error, not at its timeout; it is not sent again and the next call works on a new session", async () => {
     const fx = await startHttpFixture({ name: "busy", toolNames: ["echo", "slow"] });
-    const configPath = await writeConfig(await makeTempDir("mcp-expiry-running-"), {
-      mcpServers: { busy: { type: "http", url: fx.url, tool_call_timeout: 600 } },
-    });
-    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    try {
-      const ownGraph = toolNodeGraph(await own.getTools());
+    await withOwnToolkit(fx, "busy", { tool_call_timeout: 600 }, async (ownGraph) => {
       const running = callThroughGraph(ownGraph, "busy_slow", { ms: 600_000 });
       const slow = await fx.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
       const inits = fx.initializeCount();
@@ -253,25 +259,17 @@ describe("a call running when the server forgets its session (expiry, restart)",
       // The next call went straight to a new session, not first to the forgotten one (which would answer 404).
       expect(findToolCall(fx.requests, "after")!.sessionId).not.toBe(slow.sessionId);
       expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(2);
-    } finally {
-      await own.close();
-      await fx.close();
-    }
+    });
   });
 
   test("a stream the server can resume (it sent an event id) is left to the client, which reconnects and gets the answer", async () => {
     const fx = await startHttpFixture({ name: "polling", toolNames: ["echo", "drop_stream"], resumable: true });
-    const configPath = await writeConfig(await makeTempDir("mcp-expiry-resumable-"), { mcpServers: { polling: { type: "http", url: fx.url } } });
-    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    try {
-      const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "polling_drop_stream", { ms: 100 });
+    await withOwnToolkit(fx, "polling", {}, async (ownGraph) => {
+      const message = await callThroughGraph(ownGraph, "polling_drop_stream", { ms: 100 });
       expect(message.content).toBe("resumed");
       // It was resumed: a GET with the last event id, not a second call.
       expect(fx.requests.some((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined)).toBe(true);
       expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(1);
-    } finally {
-      await own.close();
-      await fx.close();
-    }
+    });
   });
 });
