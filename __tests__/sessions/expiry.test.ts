@@ -69,6 +69,20 @@ describe("a session the server forgot", () => {
     }
   });
 
+  test("discovery whose listing is dropped unanswered (its stream ended) re-initializes once, transparently", async () => {
+    const dropping = await startHttpFixture({ name: "dropping", toolNames: ["echo"], dropListOnce: true });
+    const server = McpServerSchema.parse({ type: "http", url: dropping.url, session_init_timeout: 5 });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    try {
+      const target = { serverName: "dropping", server, headers: async () => ({}), secrets: [] };
+      expect((await discoverServer(target, pool)).map((t) => t.definition.name)).toEqual(["echo"]);
+      expect(dropping.initializeCount()).toBe(2);
+    } finally {
+      await pool.close();
+      await dropping.close();
+    }
+  });
+
   test("a late invalidation from an old session's call never drops its replacement", async () => {
     const server = McpServerSchema.parse({ type: "http", url: http.url });
     const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
@@ -238,6 +252,24 @@ describe("an SSE session whose event stream ends (the server expired it or resta
   });
 });
 
+describe("an SSE server whose stream URL redirects (a trailing slash)", () => {
+  test("connects through the redirect: the stream watch does not take the followed redirect for a reconnect", async () => {
+    const sse = await startSseFixture({ name: "mounted", toolNames: ["echo"], redirectStream: true });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    try {
+      const lease = await pool.acquire("mounted", McpServerSchema.parse({ type: "sse", url: sse.url }), { headers: {}, initTimeoutMs: 5000 });
+      try {
+        expect(await lease.session.client.callTool({ name: "echo", arguments: { text: "through" } })).toMatchObject({ content: [{ text: "through" }] });
+      } finally {
+        lease.release();
+      }
+    } finally {
+      await pool.close();
+      await sse.close();
+    }
+  });
+});
+
 describe("a call running when the server forgets its session (expiry, restart)", () => {
   test("fails at once with a clear error, not at its timeout; it is not sent again and the next call works on a new session", async () => {
     const fx = await startHttpFixture({ name: "busy", toolNames: ["echo", "slow"] });
@@ -259,6 +291,21 @@ describe("a call running when the server forgets its session (expiry, restart)",
       // The next call went straight to a new session, not first to the forgotten one (which would answer 404).
       expect(findToolCall(fx.requests, "after")!.sessionId).not.toBe(slow.sessionId);
       expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(2);
+    });
+  });
+
+  test("on a server that can resume streams: the resumption it refuses (it forgot the session) fails the call at once too", async () => {
+    const fx = await startHttpFixture({ name: "keeping", toolNames: ["echo", "slow"], resumable: true });
+    await withOwnToolkit(fx, "keeping", { tool_call_timeout: 600 }, async (ownGraph) => {
+      const running = callThroughGraph(ownGraph, "keeping_slow", { ms: 600_000 });
+      await fx.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      await fx.forgetSessions();
+      const failed = await running;
+      expect(failed.status).toBe("error");
+      expect(failed.content).toContain("the server ended the call's response stream without an answer");
+      // The client did try to resume from the last event before the call was given up.
+      expect(fx.requests.some((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined)).toBe(true);
+      expect((await callThroughGraph(ownGraph, "keeping_echo", { text: "after" })).content).toBe("after");
     });
   });
 

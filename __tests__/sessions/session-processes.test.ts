@@ -83,6 +83,44 @@ describe("what a stdio server started ends with its session", () => {
     }
   });
 
+  test("a server that dies on its own: what it started without its pipes (a browser it drove) is ended too", async () => {
+    const sleeper = marker();
+    const server = McpServerSchema.parse(wrapped(`sleep ${sleeper} </dev/null >/dev/null 2>&1 &`));
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      lease.release();
+      expect(await waitUntil(() => pidsWithMarker(sleeper).length === 1)).toBe(true);
+      process.kill(lease.session.pid!, "SIGKILL");
+      expect(await waitUntil(() => pidsWithMarker(sleeper).length === 0)).toBe(true);
+    } finally {
+      await pool.close();
+      killAll(sleeper);
+    }
+  });
+
+  test("a supervisor that respawns its worker, and a descendant started with an empty environment, end too; one marked `keep` stays", async () => {
+    const [respawned, bare, kept] = [marker(), marker(), marker()];
+    const background =
+      `(trap '' TERM; while :; do sleep ${respawned}; done) </dev/null >/dev/null 2>&1 & ` +
+      `env -i /bin/sleep ${bare} </dev/null >/dev/null 2>&1 & ` +
+      `${SESSION_TAG_ENV}=keep sleep ${kept} </dev/null >/dev/null 2>&1 &`;
+    const server = McpServerSchema.parse(wrapped(background));
+    const pool = new SessionPool(new RecordingLogger());
+    try {
+      (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
+      for (const mark of [respawned, bare, kept]) expect(await waitUntil(() => pidsWithMarker(mark).length > 0)).toBe(true);
+    } finally {
+      await pool.close();
+    }
+    try {
+      expect([pidsWithMarker(respawned), pidsWithMarker(bare)]).toEqual([[], []]);
+      expect(pidsWithMarker(kept)).toHaveLength(1);
+    } finally {
+      killAll(respawned, bare, kept);
+    }
+  }, 20_000);
+
   test("a creation that fails: close() returns once the child and what it started are gone", async () => {
     const [started, child] = [marker(), marker()];
     // Never answers initialize and outlives the end of its stdin.

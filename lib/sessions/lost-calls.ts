@@ -86,10 +86,14 @@ function observeReads(stream: ReadableStream<unknown>, pipes: number, observe: (
  * Streamable HTTP: a request's answer comes on the SSE stream of its own POST. When that stream ends or breaks
  * without the answer and without an event id to resume from (the server restarted, or expired the session, with the
  * call running), the SDK leaves the call waiting until its timeout; this watch answers it at once with a JSON-RPC
- * error of code `LOST_CALL_CODE` instead. Resumable streams are left to the SDK, which reconnects to them.
+ * error of code `LOST_CALL_CODE` instead. A stream with event ids is resumed by the SDK (a GET with `Last-Event-ID`):
+ * that stream is watched the same way, and a resumption the server refuses loses the call too.
  */
 export class LostCallWatch {
-  private readonly pending = new Set<RequestId>();
+  /** Requests sent with an SSE response and not answered yet, by the text of their id. */
+  private readonly pending = new Map<string, RequestId>();
+  /** Requests whose stream ended resumable, by the last event id the SDK resumes from. */
+  private readonly resuming = new Map<string, RequestId>();
   private transport: Transport | undefined;
 
   /** Sees every message the transport hands the client, to know which requests were answered. */
@@ -100,36 +104,65 @@ export class LostCallWatch {
       // Set by the client as it connects, before start().
       const deliver = transport.onmessage;
       transport.onmessage = <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => {
-        if ("id" in message && !("method" in message) && message.id !== undefined) this.pending.delete(message.id);
+        if ("id" in message && !("method" in message) && message.id !== undefined) this.pending.delete(String(message.id));
         deliver?.(message, extra);
       };
       return start();
     };
   }
 
-  /** The transport's fetch: each request's SSE response is watched for an end without the answer. */
+  /**
+   * The transport's fetch: each request's SSE response is watched for an end without the answer, and so is the
+   * stream the SDK resumes it on; a resumption the server refuses (it no longer knows the session) loses the call.
+   */
   fetch(base: typeof fetch = fetch): typeof fetch {
     return async (input, init) => {
-      const response = await base(input, init);
-      if (response.body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
+      const resumedFrom = init?.method === "GET" ? new Headers(init.headers).get("last-event-id") : null;
+      const resumed = resumedFrom === null ? undefined : this.resuming.get(resumedFrom);
+      if (resumed !== undefined) this.resuming.delete(resumedFrom!);
+      let response: Response;
+      try {
+        response = await base(input, init);
+      } catch (err) {
+        // Unreachable for now: the SDK tries again from the same event.
+        if (resumed !== undefined) this.resuming.set(resumedFrom!, resumed);
+        throw err;
+      }
+      if (resumed !== undefined) {
+        if (!response.ok || response.body === null) setImmediate(() => this.lost(resumed));
+        else this.watch(response.body, resumed);
+        return response;
+      }
+      if (!response.ok || response.body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
       const id = requestIdOf(init);
       if (id === undefined) return response;
-      this.pending.add(id);
-      let resumable = false;
-      observeReads(response.body, 2, (result) => {
-        if (result && !result.done) {
-          if (result.value?.id) resumable = true;
-          return;
-        }
-        // Ended or broken. Checked once the client has handled what it read last.
-        setImmediate(() => this.lost(id, resumable));
-      });
+      this.pending.set(String(id), id);
+      this.watch(response.body, id);
       return response;
     };
   }
 
-  private lost(id: RequestId, resumable: boolean): void {
-    if (!this.pending.delete(id) || resumable) return;
+  private watch(body: ReadableStream<Uint8Array>, id: RequestId): void {
+    let lastEventId: string | undefined;
+    observeReads(body, 2, (result) => {
+      if (result && !result.done) {
+        if (result.value?.id) lastEventId = result.value.id;
+        return;
+      }
+      // Ended or broken. Checked once the client has handled what it read last.
+      setImmediate(() => this.ended(id, lastEventId));
+    });
+  }
+
+  private ended(id: RequestId, lastEventId: string | undefined): void {
+    if (!this.pending.has(String(id))) return;
+    // The SDK resumes a stream whose events had ids: its GET from the last one is watched instead.
+    if (lastEventId !== undefined) this.resuming.set(lastEventId, id);
+    else this.lost(id);
+  }
+
+  private lost(id: RequestId): void {
+    if (!this.pending.delete(String(id))) return;
     this.transport?.onmessage?.({ jsonrpc: "2.0", id, error: { code: LOST_CALL_CODE, message: LOST_CALL_MESSAGE } });
   }
 }

@@ -12,7 +12,7 @@ import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { exited, onChildStart, whenGone } from "./child";
-import { endTaggedProcesses, newSessionTag } from "./session-processes";
+import { endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -77,6 +77,10 @@ interface Entry {
   exited?: () => boolean;
   /** stdio: the tag every process of this session carries, so what the child started ends with it. */
   readonly tag?: string;
+  /** Set once the session's leftover processes are being ended (after its child is gone). */
+  leftoversEnded?: Promise<void>;
+  /** stdio: the session's processes as found just before it was closed, while its child still ran. */
+  members?: readonly ProcessRef[];
   /** Set by the first `closeEntry`: later ones wait for it instead of closing again. */
   closed?: Promise<void>;
 }
@@ -375,16 +379,17 @@ export class SessionPool {
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
       sessionTag: entry.tag,
     });
-    client.onclose = () => this.forget(entry);
+    client.onclose = () => {
+      this.forget(entry);
+      // The child is gone, however it ended: what it started goes too (a browser it drove outlives its crash).
+      void this.endLeftovers(entry);
+    };
     let child: ChildProcess | undefined;
     if (stdio) {
       onChildStart(transport, (started) => {
         child = started;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
-        whenGone(started, () => {
-          this.endLeftovers(entry);
-          transport.onclose?.();
-        });
+        whenGone(started, () => transport.onclose?.());
       });
     }
     try {
@@ -474,7 +479,8 @@ export class SessionPool {
   async close(): Promise<void> {
     this.retired = true;
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
-    await Promise.all([...this.closings]);
+    // A closing may start another (a child's exit ends what it started): wait until none is left.
+    while (this.closings.size > 0) await Promise.all([...this.closings]);
   }
 
   /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */
@@ -501,6 +507,8 @@ export class SessionPool {
     const transport = session.client.transport;
     try {
       if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.terminate(transport);
+      // Its descendants without the tag are found through the child, so only while it runs.
+      if (entry.tag !== undefined) entry.members = await taggedProcesses(entry.tag);
       await session.client.close();
     } catch (err) {
       const reason = this.redactor(entry).text((err as Error)?.message ?? String(err));
@@ -514,10 +522,11 @@ export class SessionPool {
     await withDeadline(() => transport.terminateSession(), this.deleteTimeoutMs).catch(() => undefined);
   }
 
-  /** Ends whatever a stdio session's child started that still runs; `close()` waits for it. */
+  /** Ends whatever a stdio session's child started that still runs, once per session; `close()` waits for it. */
   private endLeftovers(entry: Entry): Promise<void> {
     if (entry.tag === undefined) return Promise.resolve();
-    return this.track(endTaggedProcesses(entry.tag).then(() => undefined));
+    entry.leftoversEnded ??= this.track(endTaggedProcesses(entry.tag, entry.members).then(() => undefined));
+    return entry.leftoversEnded;
   }
 
   private redactor(entry: Entry): Redactor {

@@ -5,8 +5,10 @@ import { readdir, readFile } from "node:fs/promises";
  * The processes a stdio server started besides itself (the real server under an `npx`, `uvx` or `sh -c` wrapper, a
  * browser it drives, a daemon it left behind), so that closing a session ends them too. Each child is launched with
  * a tag of its own in its environment (`SESSION_TAG_ENV`), which its descendants inherit, also those the system
- * gave another parent or that started a session of their own; they are found through Linux's /proc (as Jenkins
- * finds a build's processes by its `BUILD_ID`). Where there is no /proc, nothing is found and only the child ends.
+ * gave another parent or that started a session of their own (as Jenkins finds a build's processes by `BUILD_ID`);
+ * a descendant of a tagged process is the session's too, even with an environment of its own (`env -i`, a process
+ * that overwrote its environment to retitle itself), unless that environment names another value of the tag (another
+ * session, or `keep`). Found through Linux's /proc; where there is none, nothing is found and only the child ends.
  */
 
 /** The environment variable that tags every process of one stdio session. */
@@ -28,7 +30,22 @@ const PROC = "/proc";
 const READ_BATCH = 64;
 /** How long leftover processes get between SIGTERM and SIGKILL (the SDK gives its child 2 s per step too). */
 export const LEFTOVER_GRACE_MS = 2_000;
+/** How long killed processes get to be gone before ending gives up waiting for them. */
+const KILL_WAIT_MS = 1_000;
+/** Scans after the first, for processes started while the session's processes were being ended (a respawn). */
+const RESCANS = 5;
 const EXIT_POLL_MS = 25;
+
+interface ProcStat {
+  readonly ppid: number;
+  readonly start: string;
+}
+
+interface ProcInfo extends ProcStat {
+  readonly pid: number;
+  /** The tag in its environment; `undefined`: none; `null`: the environment could not be read. */
+  readonly tag: string | undefined | null;
+}
 
 async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
@@ -36,26 +53,27 @@ async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R
   return results;
 }
 
-/** The start time of a live (not zombie) process, from /proc/<pid>/stat; `undefined` when it is gone. */
-async function startOf(pid: number): Promise<string | undefined> {
+/** Parent and start time of a live (not zombie) process, from /proc/<pid>/stat; `undefined` when it is gone. */
+async function statOf(pid: number): Promise<ProcStat | undefined> {
   let text: string;
   try {
     text = await readFile(`${PROC}/${pid}/stat`, "utf8");
   } catch {
     return undefined;
   }
-  // After the command name (which may hold spaces and parentheses): state, then starttime as the 20th field.
+  // After the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th field.
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  return fields.length < 20 || fields[0] === "Z" || fields[0] === "X" ? undefined : fields[19];
+  if (fields.length < 20 || fields[0] === "Z" || fields[0] === "X") return undefined;
+  return { ppid: Number(fields[1]), start: fields[19] };
 }
 
-/** The session tag in a process's environment, if any. */
-async function tagOf(pid: number): Promise<string | undefined> {
+/** The session tag in a process's environment: its value, `undefined` without one, `null` when unreadable. */
+async function tagOf(pid: number): Promise<string | undefined | null> {
   let environ: Buffer;
   try {
     environ = await readFile(`${PROC}/${pid}/environ`);
   } catch {
-    return undefined;
+    return null;
   }
   const key = Buffer.from(`${SESSION_TAG_ENV}=`);
   for (let at = environ.indexOf(key); at >= 0; at = environ.indexOf(key, at + 1)) {
@@ -66,36 +84,29 @@ async function tagOf(pid: number): Promise<string | undefined> {
   return undefined;
 }
 
-async function scan(): Promise<Map<string, ProcessRef[]>> {
-  const tagged = new Map<string, ProcessRef[]>();
+async function scan(): Promise<ProcInfo[]> {
   let names: string[];
   try {
     names = await readdir(PROC);
   } catch {
-    return tagged;
+    return [];
   }
   const pids = names.filter((name) => /^[0-9]+$/.test(name) && Number(name) !== process.pid).map(Number);
-  const tags = await inBatches(pids, tagOf);
-  const found = pids.flatMap((pid, i) => (tags[i] === undefined ? [] : [{ pid, tag: tags[i] }]));
-  const starts = await inBatches(found, ({ pid }) => startOf(pid));
-  found.forEach(({ pid, tag }, i) => {
-    const start = starts[i];
-    if (start === undefined) return;
-    const list = tagged.get(tag);
-    if (list) list.push({ pid, start });
-    else tagged.set(tag, [{ pid, start }]);
-  });
-  return tagged;
+  // Each process's stat before its environment: a pid reused in between shows as a new start time when verified.
+  const stats = await inBatches(pids, statOf);
+  const live = pids.flatMap((pid, i) => (stats[i] === undefined ? [] : [{ pid, ...stats[i] }]));
+  const tags = await inBatches(live, ({ pid }) => tagOf(pid));
+  return live.map((info, i) => ({ ...info, tag: tags[i] }));
 }
 
-let running: Promise<Map<string, ProcessRef[]>> | undefined;
-let next: Promise<Map<string, ProcessRef[]>> | undefined;
+let running: Promise<ProcInfo[]> | undefined;
+let next: Promise<ProcInfo[]> | undefined;
 
 /**
  * A scan of /proc that starts after this call. Callers that ask while one runs share the one after it (closing 256
  * sessions at once reads /proc twice, not 256 times), and none gets a scan older than its question.
  */
-function freshScan(): Promise<Map<string, ProcessRef[]>> {
+function freshScan(): Promise<ProcInfo[]> {
   if (!running) {
     running = scan();
     const done = () => {
@@ -104,25 +115,49 @@ function freshScan(): Promise<Map<string, ProcessRef[]>> {
     running.then(done, done);
     return running;
   }
-  next ??= running.then(
-    () => undefined,
-    () => undefined,
-  ).then(() => {
-    next = undefined;
-    return freshScan();
-  });
+  next ??= running
+    .then(
+      () => undefined,
+      () => undefined,
+    )
+    .then(() => {
+      next = undefined;
+      return freshScan();
+    });
   return next;
 }
 
-/** The processes that carry `tag` now. */
+/** The processes carrying `tag` and their descendants, except those whose environment names another session. */
+function members(infos: readonly ProcInfo[], tag: string): ProcInfo[] {
+  const children = new Map<number, ProcInfo[]>();
+  for (const info of infos) {
+    const list = children.get(info.ppid);
+    if (list) list.push(info);
+    else children.set(info.ppid, [info]);
+  }
+  const found = infos.filter((info) => info.tag === tag);
+  const seen = new Set(found.map((info) => info.pid));
+  for (let i = 0; i < found.length; i += 1) {
+    for (const child of children.get(found[i].pid) ?? []) {
+      if (seen.has(child.pid) || (typeof child.tag === "string" && child.tag !== tag)) continue;
+      seen.add(child.pid);
+      found.push(child);
+    }
+  }
+  return found;
+}
+
+/** The processes of the session tagged `tag` now (see the module's comment). */
 export async function taggedProcesses(tag: string): Promise<ProcessRef[]> {
   if (process.platform !== "linux") return [];
-  return (await freshScan()).get(tag) ?? [];
+  const found = members(await freshScan(), tag).map(({ pid, start }) => ({ pid, start }));
+  // Read again: a pid whose start time moved since its stat was reused, and the environment read may be another's.
+  return stillRunning(found);
 }
 
 async function stillRunning(refs: readonly ProcessRef[]): Promise<ProcessRef[]> {
-  const starts = await inBatches(refs, (r) => startOf(r.pid));
-  return refs.filter((r, i) => starts[i] === r.start);
+  const stats = await inBatches(refs, (r) => statOf(r.pid));
+  return refs.filter((r, i) => stats[i]?.start === r.start);
 }
 
 function signal(refs: readonly ProcessRef[], name: NodeJS.Signals): void {
@@ -135,27 +170,49 @@ function signal(refs: readonly ProcessRef[], name: NodeJS.Signals): void {
   }
 }
 
-/**
- * Ends the processes that still run (same pid and start time): SIGTERM, then SIGKILL for those still there after
- * `graceMs`. Resolves once they are gone (or `graceMs` after the SIGKILL if some are not); returns how many it ended.
- */
-export async function endProcesses(refs: readonly ProcessRef[], graceMs = LEFTOVER_GRACE_MS): Promise<number> {
-  let alive = await stillRunning(refs);
-  const ended = alive.length;
-  if (ended === 0) return 0;
-  signal(alive, "SIGTERM");
-  for (const then of ["SIGKILL", undefined] as const) {
-    for (let waited = 0; alive.length > 0 && waited < graceMs; waited += EXIT_POLL_MS) {
-      await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
-      alive = await stillRunning(alive);
-    }
-    if (alive.length === 0 || then === undefined) break;
-    signal(alive, then);
+/** Polls until none of `refs` runs or `ms` have passed (by the clock: a busy event loop does not stretch it). */
+async function waitGone(refs: readonly ProcessRef[], ms: number): Promise<readonly ProcessRef[]> {
+  const deadline = Date.now() + ms;
+  let alive = refs;
+  while (alive.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
+    alive = await stillRunning(alive);
   }
-  return ended;
+  return alive;
 }
 
-/** Ends whatever still carries `tag` (a closed session's leftovers); how many it ended. */
-export async function endTaggedProcesses(tag: string, graceMs = LEFTOVER_GRACE_MS): Promise<number> {
-  return endProcesses(await taggedProcesses(tag), graceMs);
+/**
+ * Ends the processes that still run (same pid and start time): SIGTERM, then SIGKILL for those still there after
+ * `graceMs`. Resolves once they are gone (or `KILL_WAIT_MS` after the SIGKILL if some are not); returns how many
+ * it ended.
+ */
+export async function endProcesses(refs: readonly ProcessRef[], graceMs = LEFTOVER_GRACE_MS): Promise<number> {
+  const alive = await stillRunning(refs);
+  if (alive.length === 0) return 0;
+  signal(alive, "SIGTERM");
+  const stubborn = await waitGone(alive, graceMs);
+  if (stubborn.length > 0) {
+    signal(stubborn, "SIGKILL");
+    await waitGone(stubborn, KILL_WAIT_MS);
+  }
+  return alive.length;
+}
+
+/**
+ * Ends whatever belongs to the session tagged `tag` (a closed session's leftovers) and the processes in `known` (its
+ * members found while its child still ran: a descendant without the tag is found through its parent only while that
+ * parent lives), then looks again a few times for processes started meanwhile (a supervisor's respawn, a cleanup
+ * spawned on SIGTERM), which are killed at once. Returns how many it ended.
+ */
+export async function endTaggedProcesses(tag: string, known: readonly ProcessRef[] = [], graceMs = LEFTOVER_GRACE_MS): Promise<number> {
+  const found = await taggedProcesses(tag);
+  const pids = new Set(found.map((r) => r.pid));
+  let ended = await endProcesses([...found, ...known.filter((r) => !pids.has(r.pid))], graceMs);
+  if (ended === 0) return 0;
+  for (let round = 0; round < RESCANS; round += 1) {
+    const late = await taggedProcesses(tag);
+    if (late.length === 0) break;
+    ended += await endProcesses(late, 0);
+  }
+  return ended;
 }

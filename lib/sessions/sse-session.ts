@@ -9,20 +9,20 @@ import { watchStreamEnd } from "./stream-end";
  * (`_endpoint` is a private field of SDK 1.x's transport: without it, a stream that ends is left to the SDK.)
  */
 export function endsSessionWithStream(transport: () => SSEClientTransport): typeof fetch {
-  let started = false;
-  // Before the endpoint arrived the SDK's own start fails or retries; after it, the session is over.
+  // Before the endpoint arrived, the SDK's own start fails or tries again; after it, the session is over.
+  const started = () => (transport() as unknown as { _endpoint?: URL })._endpoint !== undefined;
   const ended = () => {
-    if ((transport() as unknown as { _endpoint?: URL })._endpoint !== undefined) void transport().close();
+    if (started()) void transport().close();
   };
   return async (input, init) => {
     const response = await fetch(input, init);
-    if (started) {
+    if (started()) {
       // A reconnect: the session it belonged to is over, whatever this stream is.
       void response.body?.cancel().catch(() => undefined);
       void transport().close();
       return response;
     }
-    started = true;
+    // A redirect (the SDK follows it with a second fetch) or a failure is the SDK's to handle.
     return response.ok ? watchStreamEnd(response, ended) : response;
   };
 }
