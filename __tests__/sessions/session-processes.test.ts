@@ -102,7 +102,7 @@ describe("what a stdio server started ends with its session", () => {
   test("a supervisor that respawns its worker, and a descendant started with an empty environment, end too; one marked `keep` stays", async () => {
     const [respawned, bare, kept] = [marker(), marker(), marker()];
     const background =
-      `(trap '' TERM; while :; do sleep ${respawned}; done) </dev/null >/dev/null 2>&1 & ` +
+      `(trap 'true' TERM; while :; do sleep ${respawned}; done) </dev/null >/dev/null 2>&1 & ` +
       `env -i /bin/sleep ${bare} </dev/null >/dev/null 2>&1 & ` +
       `${SESSION_TAG_ENV}=keep sleep ${kept} </dev/null >/dev/null 2>&1 &`;
     const server = McpServerSchema.parse(wrapped(background));
