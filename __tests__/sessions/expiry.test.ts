@@ -309,6 +309,18 @@ describe("a call running when the server forgets its session (expiry, restart)",
     });
   });
 
+  test.each([
+    ["a redirect", { status: 307, location: "/mcp?resumed" }],
+    ["a transient failure", { status: 503 }],
+  ])("a resumption answered first with %s is followed by the client and still gets the answer", async (_label, answer) => {
+    const fx = await startHttpFixture({ name: "polling", toolNames: ["echo", "drop_stream"], resumable: true, resumeAnswerOnce: answer });
+    await withOwnToolkit(fx, "polling", {}, async (ownGraph) => {
+      const message = await callThroughGraph(ownGraph, "polling_drop_stream", { ms: 100 });
+      expect(message.content).toBe("resumed");
+      expect(fx.requests.filter((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined).length).toBeGreaterThan(1);
+    });
+  });
+
   test("a stream the server can resume (it sent an event id) is left to the client, which reconnects and gets the answer", async () => {
     const fx = await startHttpFixture({ name: "polling", toolNames: ["echo", "drop_stream"], resumable: true });
     await withOwnToolkit(fx, "polling", {}, async (ownGraph) => {

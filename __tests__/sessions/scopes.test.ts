@@ -3,7 +3,7 @@
  * which scope gets which child, where the child runs, and what happens when children die or time out.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { chmod, mkdir, readFile, stat, symlink, unlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, readFile, stat, symlink, unlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
@@ -202,6 +202,8 @@ describe("the thread workspace", () => {
       `MCP tool 'where' on server 'local' failed: could not prepare the thread workspace of MCP server 'local': a symbolic link at ${where}`,
     );
     expect(String(message.content)).not.toContain(outside);
+    // Nothing was created through the link.
+    expect(await readdir(outside)).toEqual([]);
   });
 
   test("a workspace holding a file named .mcp: the call still runs there, with the host's temp folder", async () => {

@@ -138,6 +138,10 @@ describe("Redactor", () => {
     expect(Redactor.of(["p\\u00e9ss"]).text("pss: p\u00e9ss")).toBe(`pss: ${REDACTED}`);
     // An escape alone decodes to a line break, which is no secret: text keeps its line breaks.
     expect(Redactor.of(["\\n"]).text("a\nb")).toBe("a\nb");
+    // The decoded form is one secret, whole: its lines are no secrets of their own, nor is a decoded letter.
+    expect(Redactor.of(["k9\\r1"]).text("order of 12 words: k9 unit 1.")).toBe("order of 12 words: k9 unit 1.");
+    expect(Redactor.of(["Pa55\\nord"]).text("Your Password works")).toBe("Your Password works");
+    expect(Redactor.of(["\\u0041"]).text("A B C")).toBe("A B C");
   });
 
   test("longest first: a whole 'Bearer <token>' goes before its token alone", () => {

@@ -14,6 +14,11 @@ export function isLostCall(err: unknown): boolean {
 
 type RequestId = string | number;
 
+/** A resumption the server will not grant on retry: it does not know the session or stream (404, 400, 410, …). */
+function refusesResumption(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
 /** How the SDK writes a request: `{"method":…,"jsonrpc":"2.0","id":<id>}`, its id last. */
 const SDK_REQUEST_ID = /,"jsonrpc":"2\.0","id":(\d+)\}$/;
 
@@ -129,11 +134,14 @@ export class LostCallWatch {
         throw err;
       }
       if (resumed !== undefined) {
-        if (!response.ok || response.body === null) setImmediate(() => this.lost(resumed));
-        else this.watch(response.body, resumed);
+        if (response.ok && response.body !== null) this.watch(response.body, resumed);
+        else if (refusesResumption(response.status)) setImmediate(() => this.lost(resumed));
+        // A redirect (the SDK follows it with another fetch) or a transient failure (the SDK tries again).
+        else this.resuming.set(resumedFrom!, resumed);
         return response;
       }
-      if (!response.ok || response.body === null || !response.headers.get("content-type")?.includes("text/event-stream")) return response;
+      const type = response.headers.get("content-type")?.toLowerCase();
+      if (!response.ok || response.body === null || !type?.includes("text/event-stream")) return response;
       const id = requestIdOf(init);
       if (id === undefined) return response;
       this.pending.set(String(id), id);

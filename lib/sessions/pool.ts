@@ -411,8 +411,12 @@ export class SessionPool {
       );
     } catch (err) {
       this.forget(entry);
-      // A server that gave the session an id before its initialization failed keeps it until told.
-      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.track(this.terminate(transport));
+      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
+        // A server that gave the session an id before its initialization failed keeps it until told; the caller
+        // hears of the failure now, close() waits for the DELETE.
+        void this.track(this.terminate(transport).then(() => client.close().catch(() => undefined)));
+        throw err;
+      }
       await client.close().catch(() => undefined);
       // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
       // and for what it started.

@@ -51,10 +51,14 @@ export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
  * thread's tools, so `.mcp` may be a file, or a symlink to a folder elsewhere, which is never made private or used.
  */
 export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | null> {
-  await mkdir(paths.workspace, { recursive: true });
-  // A link planted in the thread's own folders (by a server of that thread) would move its next child elsewhere.
+  // A link planted in the thread's own folders (by a server of that thread) would move its next child elsewhere:
+  // each level is checked before anything is created in it.
   const thread = nodePath.dirname(paths.userData);
+  await mkdir(nodePath.dirname(thread), { recursive: true });
   for (const dir of [thread, paths.userData, paths.workspace]) {
+    await mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
     if ((await lstat(dir)).isSymbolicLink()) {
       const where = nodePath.relative(nodePath.dirname(thread), dir).split(nodePath.sep).slice(1).join("/") || "its folder";
       throw Object.assign(new Error("symbolic link in a thread workspace path"), { code: `a symbolic link at ${where}` });

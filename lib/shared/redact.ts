@@ -60,7 +60,7 @@ export class Redactor {
    * each was scrubbed.
    */
   private static build(unique: readonly string[]): Redactor {
-    const secrets = [...new Set(withSecretLines(withUnescaped(unique)))].sort((a, b) => b.length - a.length);
+    const secrets = [...new Set([...withSecretLines(unique), ...unescapedForms(unique)])].sort((a, b) => b.length - a.length);
     return new Redactor(secrets.map(matcherOf), secrets.filter(lacksBase64Run));
   }
 
@@ -233,28 +233,30 @@ function lacksBase64Run(secret: string): boolean {
   return base64Runs(secret).length < 2 * BYTE_ALIGNMENTS;
 }
 
-/** `values`, and each non-empty line of those that hold a line break (the same list when none does). */
 const ESCAPE_SEQUENCE = /\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|["\\/bfnrt])/g;
 const ESCAPED_CHARS: Readonly<Record<string, string>> = { b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
 
+/** Decoded forms shorter than this are not added (a single letter would be blanked everywhere). */
+const MIN_UNESCAPED_CHARS = 4;
+
 /**
- * The values, and each one holding backslash escapes (`tok\tA1`, `a\x1bb`, `\u00e9`) also as a server that decodes
- * them would echo it (JSON, C and Python decode them): redacted only in its written form, the decoded one would be
- * spelled out again by whatever escapes it on its way to a log line or a checkpoint.
+ * The values holding backslash escapes (`tok\tA1`, `a\x1bb`, `\u00e9`) as a server that decodes them would echo them
+ * (JSON, C and Python decode them), whole: redacted only in its written form, the decoded one would be spelled out
+ * again by whatever escapes it on its way to a log line or a checkpoint.
  */
-function withUnescaped(values: readonly string[]): readonly string[] {
-  const decoded = values.flatMap((value) => {
+function unescapedForms(values: readonly string[]): string[] {
+  return values.flatMap((value) => {
     if (!value.includes("\\")) return [];
     const plain = value.replace(ESCAPE_SEQUENCE, (sequence) => {
       const kind = sequence[1];
       if (kind === "u" || kind === "x") return String.fromCharCode(parseInt(sequence.slice(2), 16));
       return ESCAPED_CHARS[kind] ?? kind;
     });
-    return plain === value || plain.trim() === "" ? [] : [plain];
+    return plain === value || plain.trim().length < MIN_UNESCAPED_CHARS ? [] : [plain];
   });
-  return decoded.length === 0 ? values : [...values, ...decoded];
 }
 
+/** `values`, and each non-empty line of those that hold a line break (the same list when none does). */
 function withSecretLines(values: readonly string[]): readonly string[] {
   const broken = values.filter((value) => /[\r\n]/.test(value));
   if (broken.length === 0) return values;
