@@ -129,7 +129,7 @@ export class LostCallWatch {
       try {
         response = await base(input, init);
       } catch (err) {
-        // Unreachable for now: the SDK tries again from the same event.
+        // No answer at all (the server is down): the SDK tries again from the same event, and that try is watched.
         if (resumed !== undefined) this.resuming.set(resumedFrom!, resumed);
         throw err;
       }

@@ -1,8 +1,5 @@
-/**
- * `response` with its body passed through as it is, calling `onChunk` with each chunk and `onEnd` once the body has
- * ended or broken (not when its reader cancels it).
- */
-export function watchStreamEnd(response: Response, onEnd: () => void, onChunk?: (chunk: Uint8Array) => void): Response {
+/** `response` with its body passed through as it is, calling `onEnd` once the body has ended or broken (not when its reader cancels it). */
+export function watchStreamEnd(response: Response, onEnd: () => void): Response {
   const body = response.body;
   if (body === null) return response;
   const reader = body.getReader();
@@ -15,7 +12,6 @@ export function watchStreamEnd(response: Response, onEnd: () => void, onChunk?: 
           onEnd();
           return;
         }
-        onChunk?.(value);
         controller.enqueue(value);
       } catch (err) {
         controller.error(err);
