@@ -18,7 +18,8 @@ export function onChildStart(transport: Transport, onStart: (child: ChildProcess
   };
 }
 
-function hasExited(child: ChildProcess): boolean {
+/** Whether `child` has exited (or never started). */
+export function hasExited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null || child.pid === undefined;
 }
 

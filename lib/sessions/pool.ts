@@ -11,7 +11,7 @@ import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
-import { exited, onChildStart, whenGone } from "./child";
+import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
@@ -575,7 +575,7 @@ function sessionKey(serverName: string, server: McpServerConfig, headers: Readon
  */
 function childExited(transport: unknown, pid: number | undefined): (() => boolean) | undefined {
   const child = (transport as { _process?: unknown })._process;
-  if (child instanceof ChildProcess) return () => child.exitCode !== null || child.signalCode !== null;
+  if (child instanceof ChildProcess) return () => hasExited(child);
   return pid === undefined ? undefined : () => !processExists(pid);
 }
 

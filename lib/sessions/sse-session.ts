@@ -1,5 +1,4 @@
 import type { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { watchStreamEnd } from "./stream-end";
 
 /**
  * The event stream's fetch for an SSE session, which lives as long as its stream: once the stream of a started session
@@ -25,4 +24,29 @@ export function endsSessionWithStream(transport: () => SSEClientTransport): type
     // A redirect (the SDK follows it with a second fetch) or a failure is the SDK's to handle.
     return response.ok ? watchStreamEnd(response, ended) : response;
   };
+}
+
+/** `response` with its body passed through as it is, calling `onEnd` once the body has ended or broken (not when its reader cancels it). */
+function watchStreamEnd(response: Response, onEnd: () => void): Response {
+  const body = response.body;
+  if (body === null) return response;
+  const reader = body.getReader();
+  const watched = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          controller.close();
+          onEnd();
+          return;
+        }
+        controller.enqueue(value);
+      } catch (err) {
+        controller.error(err);
+        onEnd();
+      }
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
