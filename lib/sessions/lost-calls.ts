@@ -22,6 +22,23 @@ function refusesResumption(status: number): boolean {
 /** How the SDK writes a request: `{"method":…,"jsonrpc":"2.0","id":<id>}`, its id last. */
 const SDK_REQUEST_ID = /,"jsonrpc":"2\.0","id":(\d+)\}$/;
 
+/** How the SDK writes a cancellation: `{"method":"notifications/cancelled","params":{"requestId":<id>,…}…}`. */
+const SDK_CANCELLATION = '{"method":"notifications/cancelled",';
+
+/** The id of the request a POST cancels (`notifications/cancelled`); undefined for any other body. */
+function cancelledIdOf(init: RequestInit | undefined): RequestId | undefined {
+  const body = init?.body;
+  if (init?.method !== "POST" || typeof body !== "string") return undefined;
+  if (!body.startsWith(SDK_CANCELLATION) && (body.startsWith('{"method":') || !body.includes('"notifications/cancelled"'))) return undefined;
+  try {
+    const message = JSON.parse(body) as { method?: unknown; params?: { requestId?: unknown } };
+    const id = message.params?.requestId;
+    return message.method === "notifications/cancelled" && (typeof id === "string" || typeof id === "number") ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The id of the JSON-RPC request a POST carries (one request, not a batch or a notification). */
 function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
   if (init?.method !== "POST" || typeof init.body !== "string") return undefined;
@@ -49,14 +66,19 @@ type ReadResult = ReadableStreamReadResult<ParsedEvent>;
  * pipes and the reader are the SDK's own, only their methods on these objects are wrapped. Should the SDK read the
  * stream some other way, nothing is observed and calls keep their old behaviour (they wait for their timeout).
  */
-function observeReads(stream: ReadableStream<unknown>, pipes: number, observe: (result: ReadResult | undefined) => void): void {
+function observeReads(
+  stream: ReadableStream<unknown>,
+  pipes: number,
+  observe: (result: ReadResult | undefined) => void,
+  onReader: (reader: ReadableStreamDefaultReader<ParsedEvent>) => void,
+): void {
   if (pipes > 0) {
     const pipeThrough = stream.pipeThrough.bind(stream) as (transform: ReadableWritablePair<unknown, unknown>, options?: StreamPipeOptions) => ReadableStream<unknown>;
     Object.defineProperty(stream, "pipeThrough", {
       configurable: true,
       value: (transform: ReadableWritablePair<unknown, unknown>, options?: StreamPipeOptions) => {
         const piped = pipeThrough(transform, options);
-        observeReads(piped, pipes - 1, observe);
+        observeReads(piped, pipes - 1, observe, onReader);
         return piped;
       },
     });
@@ -67,6 +89,7 @@ function observeReads(stream: ReadableStream<unknown>, pipes: number, observe: (
     configurable: true,
     value: () => {
       const reader = getReader();
+      onReader(reader);
       const read = reader.read.bind(reader);
       Object.defineProperty(reader, "read", {
         configurable: true,
@@ -88,17 +111,60 @@ function observeReads(stream: ReadableStream<unknown>, pipes: number, observe: (
 }
 
 /**
+ * How the SDK resumes a stream that ended without its answer (its defaults), given to every Streamable HTTP transport
+ * so the watch knows after how many failed tries the SDK gives up.
+ */
+export const RECONNECTION = {
+  initialReconnectionDelay: 1000,
+  maxReconnectionDelay: 30_000,
+  reconnectionDelayGrowFactor: 1.5,
+  maxRetries: 2,
+} as const;
+
+/** A request's answer stream, while its answer has not come. */
+interface AnswerStream {
+  readonly body: ReadableStream<Uint8Array>;
+  /** The SDK's reader at the end of its pipeline, once it has one. */
+  reader?: ReadableStreamDefaultReader<ParsedEvent>;
+  lastEventId?: string;
+}
+
+/** A stream the SDK will resume: the request it answers and the tries that failed so far. */
+interface Resumption {
+  readonly id: RequestId;
+  failures: number;
+}
+
+/** How a server says it has no stream to offer on GET: the SDK stops there, without an error. */
+function noStreamOffered(): Response {
+  return new Response(null, { status: 405, statusText: "Method Not Allowed" });
+}
+
+/** Event ids of given-up streams whose resumption is still to come (bounded: the SDK may never come back for them). */
+const MAX_GIVEN_UP = 1024;
+
+/**
  * Streamable HTTP: a request's answer comes on the SSE stream of its own POST. When that stream ends or breaks
  * without the answer and without an event id to resume from (the server restarted, or expired the session, with the
  * call running), the SDK leaves the call waiting until its timeout; this watch answers it at once with a JSON-RPC
  * error of code `LOST_CALL_CODE` instead. A stream with event ids is resumed by the SDK (a GET with `Last-Event-ID`):
- * that stream is watched the same way, and a resumption the server refuses loses the call too.
+ * that stream is watched the same way, and the call is lost too when the server refuses the resumption or when the
+ * SDK gives up after its last failed try.
+ *
+ * A request the client gave up (its deadline, a cancelled run: the SDK sends `notifications/cancelled`) gets no
+ * answer from the server, so its stream would stay open, holding a connection, for the life of the session: the
+ * watch closes it, and keeps the SDK from resuming it.
  */
 export class LostCallWatch {
   /** Requests sent with an SSE response and not answered yet, by the text of their id. */
-  private readonly pending = new Map<string, RequestId>();
+  private readonly pending = new Map<string, AnswerStream>();
   /** Requests whose stream ended resumable, by the last event id the SDK resumes from. */
-  private readonly resuming = new Map<string, RequestId>();
+  private readonly resuming = new Map<string, Resumption>();
+  /** Requests posted whose response has not arrived yet, and those of them given up meanwhile. */
+  private readonly posting = new Set<string>();
+  private readonly givenUpPosting = new Set<string>();
+  /** Last event ids of given-up streams: the SDK's resumption of one is answered here, without the network. */
+  private readonly givenUpStreams = new Set<string>();
   private transport: Transport | undefined;
 
   /** Sees every message the transport hands the client, to know which requests were answered. */
@@ -123,50 +189,114 @@ export class LostCallWatch {
   fetch(base: typeof fetch = fetch): typeof fetch {
     return async (input, init) => {
       const resumedFrom = init?.method === "GET" ? new Headers(init.headers).get("last-event-id") : null;
-      const resumed = resumedFrom === null ? undefined : this.resuming.get(resumedFrom);
-      if (resumed !== undefined) this.resuming.delete(resumedFrom!);
+      if (resumedFrom !== null) return this.resume(base, input, init, resumedFrom);
+      const cancelled = cancelledIdOf(init);
+      if (cancelled !== undefined) this.giveUp(String(cancelled));
+      const id = requestIdOf(init);
+      const key = id === undefined ? undefined : String(id);
+      if (key !== undefined) this.posting.add(key);
       let response: Response;
       try {
         response = await base(input, init);
-      } catch (err) {
-        // No answer at all (the server is down): the SDK tries again from the same event, and that try is watched.
-        if (resumed !== undefined) this.resuming.set(resumedFrom!, resumed);
-        throw err;
+      } finally {
+        if (key !== undefined) this.posting.delete(key);
       }
-      if (resumed !== undefined) {
-        if (response.ok && response.body !== null) this.watch(response.body, resumed);
-        else if (refusesResumption(response.status)) setImmediate(() => this.lost(resumed));
-        // A redirect (the SDK follows it with another fetch) or a transient failure (the SDK tries again).
-        else this.resuming.set(resumedFrom!, resumed);
+      const givenUp = key !== undefined && this.givenUpPosting.delete(key);
+      const type = response.headers.get("content-type")?.toLowerCase();
+      if (id === undefined || !response.ok || response.body === null || !type?.includes("text/event-stream")) return response;
+      if (givenUp) {
+        // Given up before its stream opened: closed unread (the SDK reads no event, so it resumes nothing).
+        void response.body.cancel().catch(() => undefined);
         return response;
       }
-      const type = response.headers.get("content-type")?.toLowerCase();
-      if (!response.ok || response.body === null || !type?.includes("text/event-stream")) return response;
-      const id = requestIdOf(init);
-      if (id === undefined) return response;
-      this.pending.set(String(id), id);
       this.watch(response.body, id);
       return response;
     };
   }
 
-  private watch(body: ReadableStream<Uint8Array>, id: RequestId): void {
-    let lastEventId: string | undefined;
-    observeReads(body, 2, (result) => {
-      if (result && !result.done) {
-        if (result.value?.id) lastEventId = result.value.id;
-        return;
-      }
-      // Ended or broken. Checked once the client has handled what it read last.
-      setImmediate(() => this.ended(id, lastEventId));
-    });
+  /** A GET resuming a stream: watched when it is one of ours, answered here when its call was given up. */
+  private async resume(base: typeof fetch, input: Parameters<typeof fetch>[0], init: RequestInit | undefined, from: string): Promise<Response> {
+    if (this.givenUpStreams.delete(from)) return noStreamOffered();
+    const resumed = this.resuming.get(from);
+    if (resumed === undefined) return base(input, init);
+    this.resuming.delete(from);
+    let response: Response;
+    try {
+      response = await base(input, init);
+    } catch (err) {
+      // No answer at all (the server is down): the SDK tries again from the same event, unless that was its last
+      // try. Given up meanwhile: that next try is answered here.
+      if (!this.givenUpStreams.has(from)) this.failedTry(from, resumed);
+      throw err;
+    }
+    if (this.givenUpStreams.delete(from)) {
+      // Given up while the resumption was on its way: its stream is closed unread, and the SDK stops resuming it.
+      void response.body?.cancel().catch(() => undefined);
+      return noStreamOffered();
+    }
+    if (response.ok && response.body !== null) this.watch(response.body, resumed.id);
+    else if (refusesResumption(response.status)) setImmediate(() => this.lost(resumed.id));
+    // A redirect: the SDK follows it (with the same event id) or, across origins, fails the try; not counted, so a
+    // redirect off the origin on every try leaves the call to its timeout.
+    else if (response.status >= 300 && response.status < 400) this.resuming.set(from, resumed);
+    // A transient failure (5xx, 408, 429): the SDK tries again, unless that was its last try.
+    else this.failedTry(from, resumed);
+    return response;
   }
 
-  private ended(id: RequestId, lastEventId: string | undefined): void {
-    if (!this.pending.has(String(id))) return;
+  private failedTry(from: string, resumed: Resumption): void {
+    resumed.failures += 1;
+    if (resumed.failures >= RECONNECTION.maxRetries) setImmediate(() => this.lost(resumed.id));
+    else this.resuming.set(from, resumed);
+  }
+
+  private watch(body: ReadableStream<Uint8Array>, id: RequestId): void {
+    const stream: AnswerStream = { body };
+    this.pending.set(String(id), stream);
+    observeReads(
+      body,
+      2,
+      (result) => {
+        if (result && !result.done) {
+          if (result.value?.id) stream.lastEventId = result.value.id;
+          return;
+        }
+        // Ended or broken. Checked once the client has handled what it read last.
+        setImmediate(() => this.ended(id, stream));
+      },
+      (reader) => (stream.reader = reader),
+    );
+  }
+
+  private ended(id: RequestId, stream: AnswerStream): void {
+    const key = String(id);
+    if (this.pending.get(key) !== stream) return;
     // The SDK resumes a stream whose events had ids: its GET from the last one is watched instead.
-    if (lastEventId !== undefined) this.resuming.set(lastEventId, id);
+    if (stream.lastEventId !== undefined) this.resuming.set(stream.lastEventId, { id, failures: 0 });
     else this.lost(id);
+  }
+
+  /** The client gave up request `key` (it sent `notifications/cancelled`): its stream is closed, not resumed. */
+  private giveUp(key: string): void {
+    if (this.posting.has(key)) {
+      this.givenUpPosting.add(key);
+      return;
+    }
+    const stream = this.pending.get(key);
+    if (stream === undefined) return;
+    this.pending.delete(key);
+    if (stream.lastEventId !== undefined) {
+      // The SDK resumes a stream that ended (or ends when closed here) with event ids: that GET is answered here.
+      this.resuming.delete(stream.lastEventId);
+      this.rememberGivenUp(stream.lastEventId);
+    }
+    const closing = stream.reader ? stream.reader.cancel() : stream.body.locked ? undefined : stream.body.cancel();
+    void closing?.catch(() => undefined);
+  }
+
+  private rememberGivenUp(lastEventId: string): void {
+    this.givenUpStreams.add(lastEventId);
+    if (this.givenUpStreams.size > MAX_GIVEN_UP) this.givenUpStreams.delete(this.givenUpStreams.values().next().value!);
   }
 
   private lost(id: RequestId): void {

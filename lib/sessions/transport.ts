@@ -7,7 +7,7 @@ import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
 import { boundText, escapeControls } from "../shared/text";
 import { LineSplitter } from "./lines";
-import { LostCallWatch } from "./lost-calls";
+import { LostCallWatch, RECONNECTION } from "./lost-calls";
 import { endsSessionWithStream } from "./sse-session";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
@@ -73,7 +73,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const requestInit: RequestInit = { headers: { ...opts.headers } };
       if (server.type === "http") {
         const watch = new LostCallWatch();
-        const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch() });
+        const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch(), reconnectionOptions: RECONNECTION });
         watch.attach(transport);
         return transport;
       }

@@ -1,0 +1,212 @@
+/**
+ * Streamable HTTP calls whose answer stream ends without the answer, and calls the client gave up: a call the server
+ * dropped fails at once, also when the client's tries to resume its stream are spent; a call given up (the run
+ * cancelled, its deadline) leaves no stream open on the server and is not resumed.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import type { ToolMessage } from "@langchain/core/messages";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { LostCallWatch, RECONNECTION } from "../../lib/sessions/lost-calls";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import type { RecordedRequest } from "../fixtures/http-common";
+import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
+
+const LOST = "the server ended the call's response stream without an answer";
+
+let fx: StreamableHttpFixture | undefined;
+let toolkit: McpToolkit | undefined;
+afterEach(async () => {
+  await toolkit?.close();
+  await fx?.close();
+  toolkit = undefined;
+  fx = undefined;
+});
+
+async function graphOn(fixture: StreamableHttpFixture, name: string, extra: Record<string, unknown> = {}): Promise<ToolNodeGraph> {
+  const configPath = await writeConfig(await makeTempDir("mcp-lost-calls-"), { mcpServers: { [name]: { type: "http", url: fixture.url, ...extra } } });
+  toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+  return toolNodeGraph(await toolkit.getTools());
+}
+
+const isCallWith = (ms: number) => (r: RecordedRequest) =>
+  r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { arguments: { ms?: number } } }).params.arguments.ms === ms;
+
+const isCancellationOf = (call: RecordedRequest) => (r: RecordedRequest) =>
+  r.rpcMethods?.includes("notifications/cancelled") === true &&
+  (r.body as { params: { requestId: unknown } }).params.requestId === (call.body as { id: unknown }).id;
+
+describe("a call whose stream the server can resume, when the server goes away for good", () => {
+  test("fails as a lost call once the client's tries to resume are spent, not at its tool_call_timeout", async () => {
+    fx = await startHttpFixture({ name: "gone", toolNames: ["echo", "ticker"], resumable: true });
+    const graph = await graphOn(fx, "gone", { tool_call_timeout: 30 });
+    const stream = await graph.stream(
+      { messages: [toolCalls([{ name: "gone_ticker", args: { intervalMs: 20, durationMs: 600_000 } }])] },
+      { streamMode: ["custom", "updates"] },
+    );
+    const events = stream[Symbol.asyncIterator]();
+    // A progress event: the call's stream is up and the client holds an event id to resume from.
+    expect(((await events.next()).value as [string, { type?: string }])[1].type).toBe("mcp_progress");
+    await fx.close(); // a crash or a deploy: nothing answers on its port any more
+    let message: ToolMessage | undefined;
+    for (let next = await events.next(); !next.done; next = await events.next()) {
+      const [mode, chunk] = next.value as [string, { tools?: { messages: ToolMessage[] } }];
+      if (mode === "updates" && chunk.tools) message = chunk.tools.messages[0];
+    }
+    expect(message?.status).toBe("error");
+    expect(message?.content).toContain(LOST);
+  }, 40_000);
+});
+
+describe("a call the client gave up", () => {
+  test.each([
+    ["a server that cannot resume streams", false],
+    ["a server that can resume streams", true],
+  ])("on %s leaves no answer stream open, call after call, and the session keeps serving", async (_label, resumable) => {
+    fx = await startHttpFixture({ name: "lag", toolNames: ["echo", "ticker"], resumable });
+    const fixture = fx;
+    const graph = await graphOn(fixture, "lag");
+    const calls: RecordedRequest[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      const durationMs = 600_000 + i;
+      const controller = new AbortController();
+      const stream = await graph.stream(
+        { messages: [toolCalls([{ name: "lag_ticker", args: { intervalMs: 20, durationMs } }])] },
+        { streamMode: ["custom"], signal: controller.signal },
+      );
+      const events = stream[Symbol.asyncIterator]();
+      // Progress came back on the call's stream: it is open and being read.
+      expect(((await events.next()).value as [string, { type?: string }])[1].type).toBe("mcp_progress");
+      const call = await fixture.waitForRequest(
+        (r) => r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { arguments: { durationMs?: number } } }).params.arguments.durationMs === durationMs,
+      );
+      calls.push(call);
+      controller.abort(new Error("run cancelled"));
+      await expect(drain(events)).rejects.toThrow("run cancelled");
+      await fixture.waitForRequest(isCancellationOf(call));
+      // Closed by the client: the server does not answer a cancelled request, so it would hold the stream forever.
+      await fixture.responseClosed(call);
+      expect((await callThroughGraph(graph, "lag_echo", { text: `after ${i}` })).content).toBe(`after ${i}`);
+    }
+    expect(fixture.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(calls.length + 3);
+    expect(fixture.openStreams().filter((r) => r.headers["last-event-id"] !== undefined)).toEqual([]);
+  });
+
+  test.each([
+    ["before it reaches the watch", "outer"],
+    ["while it is on its way to the server", "network"],
+  ] as const)(
+    "whose stream ended with an event id is not resumed when the client's resumption comes %s",
+    async (_label, held) => {
+      fx = await startHttpFixture({ name: "keeping", toolNames: ["echo", "drop_stream"], resumable: true });
+      const fixture = fx;
+      const resumption = gate();
+      const isResumption = (init: RequestInit | undefined) => init?.method === "GET" && new Headers(init.headers).has("last-event-id");
+      const { client, network } = await watchedClient(fixture, {
+        outer: async (init) => {
+          if (held === "outer" && isResumption(init)) await resumption.held();
+        },
+        network: async (init) => {
+          if (held === "network" && isResumption(init)) await resumption.held();
+        },
+      });
+      try {
+        const controller = new AbortController();
+        // The server ends the call's stream after its first event; the client resumes it from that event's id.
+        const running = client.callTool({ name: "drop_stream", arguments: { ms: 600_000 } }, undefined, { signal: controller.signal });
+        await resumption.reached;
+        controller.abort(new Error("given up"));
+        await expect(running).rejects.toThrow("given up");
+        await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
+        resumption.release();
+        expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
+        if (held === "outer") {
+          expect(network.filter(isResumption)).toEqual([]);
+        } else {
+          // It reached the server: its stream, opened before the answer came back here, is closed unread.
+          const resumed = await fixture.waitForRequest((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined);
+          await fixture.responseClosed(resumed);
+        }
+        expect(fixture.openStreams().filter((r) => r.headers["last-event-id"] !== undefined)).toEqual([]);
+      } finally {
+        await client.close();
+      }
+    },
+  );
+
+  test("given up before its response arrived: the stream it opens is closed unread", async () => {
+    fx = await startHttpFixture({ name: "lag", toolNames: ["echo", "slow"] });
+    const fixture = fx;
+    const post = gate();
+    const isCall = (init: RequestInit | undefined) => typeof init?.body === "string" && init.body.includes('"tools/call"');
+    const { client } = await watchedClient(fixture, {
+      network: async (init) => {
+        if (isCall(init)) await post.held();
+      },
+    });
+    try {
+      const controller = new AbortController();
+      const running = client.callTool({ name: "slow", arguments: { ms: 600_000 } }, undefined, { signal: controller.signal });
+      await post.reached;
+      controller.abort(new Error("given up"));
+      await expect(running).rejects.toThrow("given up");
+      await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
+      post.release();
+      const call = await fixture.waitForRequest(isCallWith(600_000));
+      await fixture.responseClosed(call);
+      expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+async function drain(events: AsyncIterator<unknown>): Promise<void> {
+  for (let next = await events.next(); !next.done; next = await events.next());
+}
+
+/** A point a request waits at: `reached` once one arrives, which goes on when `release()` is called. */
+function gate(): { held: () => Promise<void>; reached: Promise<void>; release: () => void } {
+  let arrived!: () => void;
+  let release!: () => void;
+  const reached = new Promise<void>((resolve) => (arrived = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return {
+    held: () => {
+      arrived();
+      return released;
+    },
+    reached,
+    release,
+  };
+}
+
+/**
+ * A bare SDK client on the lost-call watch, as the pool builds it, with two points to hold a request at: `outer`, as
+ * the SDK hands it to the watch, and `network`, as the watch passes it on to the server. `network` lists what reached it.
+ */
+async function watchedClient(
+  fixture: StreamableHttpFixture,
+  hold: { outer?: (init: RequestInit | undefined) => Promise<void>; network?: (init: RequestInit | undefined) => Promise<void> },
+): Promise<{ client: Client; network: RequestInit[] }> {
+  const watch = new LostCallWatch();
+  const network: RequestInit[] = [];
+  const watched = watch.fetch(async (input, init) => {
+    network.push(init ?? {});
+    await hold.network?.(init);
+    return fetch(input, init);
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(fixture.url), {
+    reconnectionOptions: RECONNECTION,
+    fetch: async (input, init) => {
+      await hold.outer?.(init);
+      return watched(input, init);
+    },
+  });
+  watch.attach(transport);
+  const client = new Client({ name: "test", version: "0" });
+  await client.connect(transport);
+  return { client, network };
+}
