@@ -108,19 +108,40 @@ describe("what a stdio server started ends with its session", () => {
     }
   }, 20_000);
 
-  test("a creation that fails: close() returns once the child and what it started are gone", async () => {
-    const [started, child] = [marker(), marker()];
-    // Never answers initialize and outlives the end of its stdin.
-    const server = McpServerSchema.parse({ type: "stdio", command: "sh", args: ["-c", `sleep ${started} & exec sleep ${child}`] });
-    const pool = new SessionPool(new RecordingLogger());
-    try {
-      await expect(pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: 300 })).rejects.toThrow();
-    } finally {
-      await pool.close();
-    }
-    expect([pidsWithMarker(started), pidsWithMarker(child)]).toEqual([[], []]);
-    killAll(started, child);
-  }, 20_000);
+  test.each(["its session_init_timeout passes", "its caller gives up", "the pool closes"])(
+    "a creation that fails (%s): close() returns once the child and what it started are gone, a descendant started with an empty environment too",
+    async (how) => {
+      const [started, bare, child] = [marker(), marker(), marker()];
+      // Never answers initialize and outlives the end of its stdin.
+      const server = McpServerSchema.parse({
+        type: "stdio",
+        command: "sh",
+        args: ["-c", `sleep ${started} & env -i /bin/sleep ${bare} </dev/null >/dev/null 2>&1 & exec sleep ${child}`],
+      });
+      const pool = new SessionPool(new RecordingLogger());
+      const caller = new AbortController();
+      try {
+        const acquiring = pool.acquire("local", server, {
+          headers: EMPTY_HEADERS,
+          initTimeoutMs: how === "its session_init_timeout passes" ? 300 : null,
+          signal: caller.signal,
+        });
+        acquiring.catch(() => undefined);
+        expect(await waitUntil(() => [started, bare, child].every((m) => pidsWithMarker(m).length === 1))).toBe(true);
+        if (how === "its caller gives up") caller.abort(new Error("run cancelled"));
+        if (how === "the pool closes") await pool.close();
+        await expect(acquiring).rejects.toThrow();
+      } finally {
+        await pool.close();
+      }
+      try {
+        expect([pidsWithMarker(started), pidsWithMarker(bare), pidsWithMarker(child)]).toEqual([[], [], []]);
+      } finally {
+        killAll(started, bare, child);
+      }
+    },
+    20_000,
+  );
 });
 
 describe("endProcesses", () => {

@@ -392,6 +392,17 @@ export class SessionPool {
         whenGone(started, () => transport.onclose?.());
       });
     }
+    const tag = entry.tag;
+    if (tag !== undefined) {
+      // Its descendants without the tag are found through the child, so only while it runs: listed before any close
+      // ends its stdin, ours or the SDK's own (a failed initialize closes the transport without waiting).
+      const close = transport.close.bind(transport);
+      let listed: Promise<void> | undefined;
+      transport.close = () => {
+        listed ??= child && !hasExited(child) ? taggedProcesses(tag).then((found) => void (entry.members = found), () => undefined) : Promise.resolve();
+        return listed.then(close);
+      };
+    }
     try {
       await withDeadline(
         (signal) => {
@@ -511,8 +522,6 @@ export class SessionPool {
     const transport = session.client.transport;
     try {
       if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.terminate(transport);
-      // Its descendants without the tag are found through the child, so only while it runs.
-      if (entry.tag !== undefined) entry.members = await taggedProcesses(entry.tag);
       await session.client.close();
     } catch (err) {
       const reason = this.redactor(entry).text((err as Error)?.message ?? String(err));
