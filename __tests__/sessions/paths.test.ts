@@ -3,12 +3,20 @@
  * existing file inside the thread's user-data; everything else is left as it is. And the workspace change list.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { mkdir, realpath, symlink, writeFile } from "node:fs/promises";
+import { mkdir, realpath, rename, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
-import { changedFiles, mayTranslatePaths, snapshotWorkspace, translateResultPaths, type PathContext } from "../../lib/sessions";
+import {
+  changedFiles,
+  mayTranslatePaths,
+  snapshotWorkspace,
+  translateResultPaths,
+  virtualWorkspaceChanges,
+  WorkspaceScanner,
+  type PathContext,
+} from "../../lib/sessions";
 import { toolkitTaskCaller } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
@@ -115,6 +123,26 @@ describe("path translation", () => {
     expect(await text("wrote x.txt", ["a/x.txt", "b/x.txt"])).toBe("wrote x.txt");
     expect(await text("wrote report.txt", [])).toBe("wrote report.txt");
     expect(await text("wrote été2024.csv and 2024.csv", ["2024.csv"])).toBe(`wrote été2024.csv and ${V}/workspace/2024.csv`);
+  });
+
+  test("a bare name at the end of a sentence, or with characters other than a name's (a space, '$'), is rewritten too", async () => {
+    expect(await text("done: report.txt. Also my file.txt and cost$$.txt…", ["report.txt", "my file.txt", "cost$$.txt"])).toBe(
+      `done: ${V}/workspace/report.txt. Also ${V}/workspace/my file.txt and ${V}/workspace/cost$$.txt…`,
+    );
+  });
+
+  // No timer: searching the text once per name took ~90 s here; each run of name characters is looked up instead.
+  test("a call that wrote 10,000 files and returns 16 MiB of text finds the names it mentions in one pass", async () => {
+    const changed = [...Array.from({ length: 10_000 }, (_, i) => `gen/part-${i}.bin`), "report.txt"];
+    const noise = "part-1 ".repeat(2_400_000);
+    expect(await text(`${noise}see report.txt.`, changed)).toBe(`${noise}see ${V}/workspace/report.txt.`);
+  });
+
+  test("names with other characters are searched for within a bound on the text searched (16 MiB in all)", async () => {
+    const noise = "x ".repeat(4_500_000); // 9 MiB: the first name's search fits, the second's does not
+    expect(await text(`${noise}my file.txt, final report.txt`, ["my file.txt", "final report.txt"])).toBe(
+      `${noise}${V}/workspace/my file.txt, final report.txt`,
+    );
   });
 
   test("a bare name is not rewritten inside a URL (its query or fragment), only outside it", async () => {
@@ -240,6 +268,69 @@ describe("path translation", () => {
   });
 });
 
+describe("a thread's folders replaced by symbolic links while its server runs", () => {
+  /** `<root>/threads/<thread>/user-data/workspace` made, with the context of a call in it. */
+  async function threadIn(dir: string, thread: string) {
+    const data = path.join(dir, "threads", thread, "user-data");
+    await mkdir(path.join(data, "workspace"), { recursive: true });
+    return { userData: data, workspace: path.join(data, "workspace") };
+  }
+  const translated = async (input: string, ctx: PathContext) =>
+    ((await translateResultPaths({ content: [{ type: "text", text: input }] }, ctx)).content[0] as { text: string }).text;
+
+  test.each([
+    ["small (walked in place)", 0],
+    ["large (walked off the event loop)", 300],
+  ])("a %s workspace that became a link to a folder outside user-data is not walked; a file written through it keeps its path", async (_label, files) => {
+    const dir = await realpath(await makeTempDir("mcp-paths-swap-"));
+    const own = await threadIn(dir, "t");
+    const elsewhere = path.join(dir, "elsewhere");
+    await mkdir(elsewhere);
+    for (let i = 0; i < files; i += 1) {
+      await writeFile(path.join(own.workspace, `f${i}.txt`), "x");
+      await writeFile(path.join(elsewhere, `f${i}.txt`), "x");
+    }
+    const scanner = new WorkspaceScanner(own.workspace);
+    expect((await scanner.snapshot())?.size).toBe(files);
+    await rename(own.workspace, `${own.workspace}.old`);
+    await symlink(elsewhere, own.workspace);
+    const before = await scanner.snapshot();
+    await writeFile(path.join(elsewhere, "leak.txt"), "x");
+    const changed = changedFiles(before, await scanner.snapshot());
+    expect(changed).toEqual([]);
+    const ctx = { userData: own.userData, cwd: own.workspace, changed, scrub: (t: string) => t };
+    expect(await translated(`wrote ${own.workspace}/leak.txt`, ctx)).toBe(`wrote ${own.workspace}/leak.txt`);
+    expect(virtualWorkspaceChanges(ctx)).toEqual([]);
+  });
+
+  test.each([
+    ["its user-data folder", (thread: string) => path.join(thread, "user-data")],
+    ["its thread folder", (thread: string) => thread],
+  ])("%s, a link to another thread's: that thread's files are not rewritten, nor its own through the link", async (_label, swapped) => {
+    const dir = await realpath(await makeTempDir("mcp-paths-other-"));
+    const own = await threadIn(dir, "t");
+    const other = await threadIn(dir, "u");
+    await writeFile(path.join(other.workspace, "private.txt"), "x");
+    const replaced = swapped(path.join(dir, "threads", "t"));
+    await rename(replaced, `${replaced}.old`);
+    await symlink(swapped(path.join(dir, "threads", "u")), replaced);
+    const ctx = { userData: own.userData, cwd: own.workspace, changed: [path.join(own.workspace, "private.txt")], scrub: (t: string) => t };
+    for (const input of [`see ${other.workspace}/private.txt`, `see ${own.workspace}/private.txt`, "see private.txt"]) {
+      expect(await translated(input, ctx)).toBe(input);
+    }
+  });
+
+  test("links above the threads folder (where the operator put the data dir) are followed", async () => {
+    const dir = await realpath(await makeTempDir("mcp-paths-linked-"));
+    await threadIn(path.join(dir, "real"), "t");
+    await symlink(path.join(dir, "real"), path.join(dir, "data"));
+    const linked = { userData: path.join(dir, "data", "threads", "t", "user-data"), workspace: path.join(dir, "data", "threads", "t", "user-data", "workspace") };
+    await writeFile(path.join(linked.workspace, "r.txt"), "x");
+    const ctx = { userData: linked.userData, cwd: linked.workspace, changed: [], scrub: (t: string) => t };
+    expect(await translated(`see ${linked.workspace}/r.txt`, ctx)).toBe(`see ${V}/workspace/r.txt`);
+  });
+});
+
 describe("workspace change listing", () => {
   test("created and modified files are listed; deleted ones and .mcp, node_modules, .git … at any depth are not", async () => {
     const ws = await realpath(await makeTempDir("mcp-changes-"));
@@ -354,6 +445,35 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(nested.content).toBe("see summary.txt");
     expect(nested.artifact).toEqual({ workspace_changes: [`${V}/workspace/[redacted]/summary.txt`] });
     expect(leaks(nested)).toEqual([]);
+  });
+
+  test("a workspace a tool replaced by a link out of user-data: a file written through it keeps its path and is not listed", async () => {
+    const own = { context: { user_id: "u" }, configurable: { thread_id: "swap" } };
+    expect((await callThroughGraph(graph, "local_write_file", { path: "first.txt", content: "x" }, own)).status).toBe("success");
+    const threadWorkspace = path.join(dataDir, "threads", "swap", "user-data", "workspace");
+    const elsewhere = path.join(dataDir, "elsewhere");
+    await mkdir(elsewhere, { recursive: true });
+    await rename(threadWorkspace, `${threadWorkspace}.old`);
+    await symlink(elsewhere, threadWorkspace);
+    const message = await callThroughGraph(graph, "local_write_file", { path: `${threadWorkspace}/leak.txt`, content: "x" }, own);
+    expect(await realpath(path.join(threadWorkspace, "leak.txt"))).toBe(path.join(elsewhere, "leak.txt"));
+    expect(message.content).toBe(`wrote ${threadWorkspace}/leak.txt`);
+    expect(message.artifact).toBeUndefined();
+  });
+
+  test("a thread's user-data a tool replaced by a link to another thread's: nothing there is rewritten or listed", async () => {
+    const mine = { context: { user_id: "u" }, configurable: { thread_id: "mine" } };
+    const other = { context: { user_id: "u" }, configurable: { thread_id: "other" } };
+    expect((await callThroughGraph(graph, "local_write_file", { path: "first.txt", content: "x" }, mine)).status).toBe("success");
+    expect((await callThroughGraph(graph, "local_write_file", { path: "private.txt", content: "x" }, other)).status).toBe("success");
+    const ownData = path.join(dataDir, "threads", "mine", "user-data");
+    const theirs = path.join(dataDir, "threads", "other", "user-data");
+    await rename(ownData, `${ownData}.old`);
+    await symlink(theirs, ownData);
+    const message = await callThroughGraph(graph, "local_write_file", { path: "new.txt", content: "x", say: `see ${theirs}/workspace/private.txt` }, mine);
+    expect(message.content).toBe(`see ${theirs}/workspace/private.txt`);
+    // new.txt was written through the link, into the other thread's workspace: not listed as this thread's change.
+    expect(message.artifact).toBeUndefined();
   });
 
   test("a path to a file an earlier call wrote is rewritten although this call changed nothing", async () => {

@@ -18,7 +18,7 @@ import type { McpToolRecord } from "./metadata";
 import { changedFiles } from "../sessions/changes";
 import { isExpiredSession } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
-import { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
@@ -252,10 +252,12 @@ function sendToServer(
       const before = scanner ? (scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())) : null;
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
       if (paths && scanner) {
+        const changed = changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge()));
         workspace.context = {
           userData: paths.userData,
           cwd: server.cwd || paths.workspace,
-          changed: changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())),
+          // Not listed when the thread's folders are not its own any more (see userDataRoot).
+          changed: changed.length > 0 && (await userDataRoot(paths.userData)) === null ? [] : changed,
           // Read when the paths are translated: by then every header the chain passed on is known.
           scrub: (text) => secrets.redactor().text(text),
         };

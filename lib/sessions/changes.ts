@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
-import { opendir, readFile, stat } from "node:fs/promises";
+import { lstatSync, opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { lstat, opendir, readFile, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
 
@@ -234,10 +234,12 @@ export class WorkspaceScanner {
 
   /** The folder's listing; `TOO_LARGE` when it has more than `budget` entries (then it is neither read whole nor kept). */
   private list(dir: string, budget: number): Listing | typeof TOO_LARGE | null {
-    // The stat comes first: a change between it and the read shows as a new stamp next time.
+    // The stat comes first: a change between it and the read shows as a new stamp next time. A folder that is a
+    // symbolic link (the workspace itself, replaced by a tool of the thread) is not walked: what it leads to is not
+    // the thread's.
     let info;
     try {
-      info = statSync(dir, { throwIfNoEntry: false });
+      info = lstatSync(dir, { throwIfNoEntry: false });
     } catch {
       return null;
     }
@@ -287,6 +289,8 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<{ fil
   const walk = async (dir: string): Promise<boolean> => {
     const entries: Dirent[] = [];
     try {
+      // A folder that is a symbolic link is not walked (see `list`).
+      if (!(await lstat(dir)).isDirectory()) return true;
       // Read entry by entry, and left as soon as the tree is over the bound: a folder of 100,000 entries is not
       // turned into objects in one go on the event loop.
       for await (const entry of await opendir(dir, { bufferSize: 256 })) {

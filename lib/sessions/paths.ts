@@ -125,7 +125,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const items = Array.isArray(result.content) ? result.content : [];
   const references = resultReferences(result, keep);
   if (references.size === 0 && ctx.changed.length === 0) return result;
-  const root = await realpath(ctx.userData).catch(() => null);
+  const root = await userDataRoot(ctx.userData);
   if (root === null) return result;
   const virtual = new Map<string, string>();
   // A path the call itself wrote is known without the file system, and never counts against the bound.
@@ -159,6 +159,19 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
     ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
+}
+
+/**
+ * The real path of a thread's `user-data` folder (`<data dir>/threads/<thread>/user-data`); `null` when it is missing,
+ * or when it or the thread's folder is a symbolic link: a tool of the thread can plant one while it runs, and another
+ * folder (another thread's) would then pass for the thread's own. Links above the threads folder (where the operator
+ * put the data dir) are followed.
+ */
+export async function userDataRoot(userData: string): Promise<string | null> {
+  const thread = nodePath.dirname(userData);
+  const [root, threads] = await Promise.all([realpath(userData).catch(() => null), realpath(nodePath.dirname(thread)).catch(() => null)]);
+  if (root === null || threads === null) return null;
+  return root === nodePath.join(threads, nodePath.basename(thread), nodePath.basename(userData)) ? root : null;
 }
 
 /**
@@ -323,9 +336,10 @@ async function uniqueChangedNames(
     byName.set(name, byName.has(name) ? null : file);
   }
   const unique = new Map<string, string>();
+  const occurring = namesIn(texts, [...byName.keys()]);
   await Promise.all(
     [...byName].map(async ([name, file]) => {
-      if (file === null || !texts.some((text) => text.includes(name))) return;
+      if (file === null || !occurring.has(name)) return;
       const resolved = await realpath(file).catch(() => null);
       if (resolved === null || !isInside(resolved, root)) return;
       const mapped = virtualOf(resolved, root);
@@ -333,6 +347,51 @@ async function uniqueChangedNames(
     }),
   );
   return unique;
+}
+
+/** A run of name characters: a bare name starts where one starts (see `bareNamePattern`). */
+const NAME_RUN = new RegExp(`[${WORD}.-]+`, "gu");
+const NAME_CHARS = new RegExp(`^[${WORD}.-]+$`, "u");
+/** How much text, all names together, is searched for names with other characters (a space, `+`): beyond, none is. */
+const OTHER_NAMES_SEARCH_CHARS = 16 * 1024 * 1024;
+
+/**
+ * Which of `names` may occur in `texts` as a bare name (more than do: `bareNamePattern` decides). A name of name
+ * characters only is looked up among the runs of them the texts hold (or a run's part before a `.` that ends a
+ * sentence), in one pass however many files a call wrote; a name with other characters is searched for, within a
+ * bound on the text searched.
+ */
+function namesIn(texts: readonly string[], names: readonly string[]): Set<string> {
+  const plain = new Set<string>();
+  const other: string[] = [];
+  let longest = 0;
+  for (const name of names) {
+    if (!NAME_CHARS.test(name)) other.push(name);
+    else {
+      plain.add(name);
+      longest = Math.max(longest, name.length);
+    }
+  }
+  const found = new Set<string>();
+  if (plain.size > 0) {
+    for (const text of texts) {
+      for (const [run] of text.matchAll(NAME_RUN)) {
+        if (plain.has(run)) found.add(run);
+        for (let dot = run.indexOf("."); dot !== -1 && dot <= longest; dot = run.indexOf(".", dot + 1)) {
+          const before = run.slice(0, dot);
+          if (plain.has(before)) found.add(before);
+        }
+      }
+    }
+  }
+  const length = texts.reduce((sum, text) => sum + text.length, 0);
+  let budget = OTHER_NAMES_SEARCH_CHARS;
+  for (const name of other) {
+    budget -= length;
+    if (budget < 0) break;
+    if (texts.some((text) => text.includes(name))) found.add(name);
+  }
+  return found;
 }
 
 /** The bare names as whole names (not inside a longer name, not a directory segment), longest first; with their virtual paths. */
