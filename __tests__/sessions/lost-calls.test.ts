@@ -104,7 +104,7 @@ describe("a call the client gave up", () => {
       const fixture = fx;
       const resumption = gate();
       const isResumption = (init: RequestInit | undefined) => init?.method === "GET" && new Headers(init.headers).has("last-event-id");
-      const { client, network } = await watchedClient(fixture, {
+      const { client, network, watch } = await watchedClient(fixture, {
         outer: async (init) => {
           if (held === "outer" && isResumption(init)) await resumption.held();
         },
@@ -130,20 +130,26 @@ describe("a call the client gave up", () => {
           await fixture.responseClosed(resumed);
         }
         expect(fixture.openStreams().filter((r) => r.headers["last-event-id"] !== undefined)).toEqual([]);
+        expect(watch.tracked).toBe(0);
       } finally {
         await client.close();
       }
     },
   );
 
-  test("given up before its response arrived: the stream it opens is closed unread", async () => {
+  test.each([
+    ["it arrives", "arrives"],
+    ["its request fails", "fails"],
+  ] as const)("given up before its response arrived, then %s: nothing is left open or held", async (_label, then) => {
     fx = await startHttpFixture({ name: "lag", toolNames: ["echo", "slow"] });
     const fixture = fx;
     const post = gate();
-    const isCall = (init: RequestInit | undefined) => typeof init?.body === "string" && init.body.includes('"tools/call"');
-    const { client } = await watchedClient(fixture, {
+    const isCall = (init: RequestInit | undefined) => typeof init?.body === "string" && init.body.includes('"tools/call"') && init.body.includes('"slow"');
+    const { client, watch } = await watchedClient(fixture, {
       network: async (init) => {
-        if (isCall(init)) await post.held();
+        if (!isCall(init)) return;
+        await post.held();
+        if (then === "fails") throw new TypeError("fetch failed");
       },
     });
     try {
@@ -154,9 +160,9 @@ describe("a call the client gave up", () => {
       await expect(running).rejects.toThrow("given up");
       await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
       post.release();
-      const call = await fixture.waitForRequest(isCallWith(600_000));
-      await fixture.responseClosed(call);
+      if (then === "arrives") await fixture.responseClosed(await fixture.waitForRequest(isCallWith(600_000)));
       expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
+      expect(watch.tracked).toBe(0);
     } finally {
       await client.close();
     }
@@ -190,7 +196,7 @@ function gate(): { held: () => Promise<void>; reached: Promise<void>; release: (
 async function watchedClient(
   fixture: StreamableHttpFixture,
   hold: { outer?: (init: RequestInit | undefined) => Promise<void>; network?: (init: RequestInit | undefined) => Promise<void> },
-): Promise<{ client: Client; network: RequestInit[] }> {
+): Promise<{ client: Client; network: RequestInit[]; watch: LostCallWatch }> {
   const watch = new LostCallWatch();
   const network: RequestInit[] = [];
   const watched = watch.fetch(async (input, init) => {
@@ -208,5 +214,5 @@ async function watchedClient(
   watch.attach(transport);
   const client = new Client({ name: "test", version: "0" });
   await client.connect(transport);
-  return { client, network };
+  return { client, network, watch };
 }

@@ -167,6 +167,11 @@ export class LostCallWatch {
   private readonly givenUpStreams = new Set<string>();
   private transport: Transport | undefined;
 
+  /** Requests and streams the watch still holds anything for (for tests and diagnostics). */
+  get tracked(): number {
+    return this.pending.size + this.resuming.size + this.posting.size + this.givenUpPosting.size + this.givenUpStreams.size;
+  }
+
   /** Sees every message the transport hands the client, to know which requests were answered. */
   attach(transport: Transport): void {
     this.transport = transport;
@@ -198,6 +203,9 @@ export class LostCallWatch {
       let response: Response;
       try {
         response = await base(input, init);
+      } catch (err) {
+        if (key !== undefined) this.givenUpPosting.delete(key);
+        throw err;
       } finally {
         if (key !== undefined) this.posting.delete(key);
       }
