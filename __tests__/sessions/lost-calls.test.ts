@@ -113,14 +113,8 @@ describe("a call the client gave up", () => {
         },
       });
       try {
-        const controller = new AbortController();
         // The server ends the call's stream after its first event; the client resumes it from that event's id.
-        const running = client.callTool({ name: "drop_stream", arguments: { ms: 600_000 } }, undefined, { signal: controller.signal });
-        await resumption.reached;
-        controller.abort(new Error("given up"));
-        await expect(running).rejects.toThrow("given up");
-        await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
-        resumption.release();
+        await giveUpWhenHeld(client, fixture, "drop_stream", resumption);
         expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
         if (held === "outer") {
           expect(network.filter(isResumption)).toEqual([]);
@@ -153,13 +147,7 @@ describe("a call the client gave up", () => {
       },
     });
     try {
-      const controller = new AbortController();
-      const running = client.callTool({ name: "slow", arguments: { ms: 600_000 } }, undefined, { signal: controller.signal });
-      await post.reached;
-      controller.abort(new Error("given up"));
-      await expect(running).rejects.toThrow("given up");
-      await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
-      post.release();
+      await giveUpWhenHeld(client, fixture, "slow", post);
       if (then === "arrives") await fixture.responseClosed(await fixture.waitForRequest(isCallWith(600_000)));
       expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
       expect(watch.tracked).toBe(0);
@@ -173,8 +161,14 @@ async function drain(events: AsyncIterator<unknown>): Promise<void> {
   for (let next = await events.next(); !next.done; next = await events.next());
 }
 
+interface Gate {
+  held: () => Promise<void>;
+  reached: Promise<void>;
+  release: () => void;
+}
+
 /** A point a request waits at: `reached` once one arrives, which goes on when `release()` is called. */
-function gate(): { held: () => Promise<void>; reached: Promise<void>; release: () => void } {
+function gate(): Gate {
   let arrived!: () => void;
   let release!: () => void;
   const reached = new Promise<void>((resolve) => (arrived = resolve));
@@ -187,6 +181,20 @@ function gate(): { held: () => Promise<void>; reached: Promise<void>; release: (
     reached,
     release,
   };
+}
+
+/**
+ * Calls `tool` (`ms: 600_000`) and gives it up once a request of it reached `held`: the SDK rejects the call and sends
+ * `notifications/cancelled`; then `held` lets its request go on.
+ */
+async function giveUpWhenHeld(client: Client, fixture: StreamableHttpFixture, tool: string, held: Gate): Promise<void> {
+  const controller = new AbortController();
+  const running = client.callTool({ name: tool, arguments: { ms: 600_000 } }, undefined, { signal: controller.signal });
+  await held.reached;
+  controller.abort(new Error("given up"));
+  await expect(running).rejects.toThrow("given up");
+  await fixture.waitForRequest((r) => r.rpcMethods?.includes("notifications/cancelled") === true);
+  held.release();
 }
 
 /**
