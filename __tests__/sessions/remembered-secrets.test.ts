@@ -5,13 +5,14 @@
  * the child in `_meta.headers` at submit; the next call, from a run without secrets, asks for it back.
  */
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
+import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { SESSION_SECRETS_LIMIT, SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { alive, waitUntil } from "../fixtures/processes";
 import { REDACTED } from "../../lib/shared";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { stdioFixture } from "../fixtures/stdio";
 
@@ -75,5 +76,46 @@ test("a session sent more distinct secrets than it remembers forgets none: it is
     expect(logger.lines.map((l) => l.message)).toContainEqual(expect.stringContaining(`more than ${SESSION_SECRETS_LIMIT} distinct secrets`));
   } finally {
     await pool.close();
+  }
+});
+
+test.each([
+  ["its progress message and its answer", true],
+  ["its answer", false],
+])("two calls on one child at once: %s, scrubbed of what the other call sent the child later", async (_label, streamed) => {
+  const logger = new RecordingLogger();
+  const arrived = (n: number) => waitUntil(() => logger.messages("debug").some((m) => m.endsWith(`latest_token: call ${n} arrived`)));
+  /** Puts the run's `secrets.token` into the call's arguments. */
+  const tokenIntoArgs: McpToolInterceptor = (request, next) => {
+    const token = (request.runtime?.context as { secrets?: { token?: string } } | undefined)?.secrets?.token ?? "";
+    return next(request.override({ args: { ...request.args, token } }));
+  };
+  const dir = await makeTempDir("remembered-secrets-concurrent-");
+  const configPath = await writeConfig(dir, {
+    mcpServers: { latest: { type: "stdio", ...stdioFixture({ name: "latest", toolNames: ["latest_token"] }) } },
+  });
+  const own = createMcpToolkit({ configPath, env: {}, logger, dataDir: dir, interceptors: [tokenIntoArgs] });
+  try {
+    const ownGraph = toolNodeGraph(await own.getTools());
+    const runOf = (token: string) => ({ context: { user_id: "alice", thread_id: "t1", secrets: { token } } });
+    // The first call waits in the child for the second, which sends it a secret the first run never had.
+    const first = (async () => {
+      if (!streamed) return [(await callThroughGraph(ownGraph, "latest_latest_token", { token: "" }, runOf("tok-first-QZXJ1111"))).content];
+      const stream = await ownGraph.stream({ messages: [toolCalls([{ name: "latest_latest_token", args: { token: "", progress: true } }])] }, {
+        ...runOf("tok-first-QZXJ1111"),
+        streamMode: ["custom", "updates"],
+      });
+      const seen: unknown[] = [];
+      for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
+        seen.push(mode === "custom" ? (chunk as { message?: string }).message : (chunk as { tools: { messages: ToolMessage[] } }).tools.messages[0].content);
+      }
+      return seen;
+    })();
+    expect(await arrived(1)).toBe(true);
+    const second = await callThroughGraph(ownGraph, "latest_latest_token", { token: "" }, runOf("tok-second-VWKY2222"));
+    expect(second.content).toBe(`current credentials: ${REDACTED}`);
+    expect(await first).toEqual(Array.from({ length: streamed ? 2 : 1 }, () => `current credentials: ${REDACTED}`));
+  } finally {
+    await own.close();
   }
 });

@@ -161,6 +161,7 @@ async function callWithDeadline(
     progress = session.progress.register((p: Progress) => {
       deadline.extend();
       if (!writer) return;
+      if (stdio) noteRememberedNow(session, secrets);
       const redactor = secrets.redactor();
       const numbers = { progress: p.progress, total: p.total };
       // A number whose digits hold a secret (a PIN) has no redacted form that is still a number: the event is not passed on.
@@ -197,7 +198,16 @@ async function callWithDeadline(
   } finally {
     progress?.done();
     deadline.dispose();
+    // Another call on this child, started meanwhile, may have sent it secrets this answer (or error) quotes.
+    if (stdio) noteRememberedNow(session, secrets);
   }
+}
+
+const NOTHING_NEW: readonly string[] = [];
+
+/** What the session remembers now, for the call's redactor (a list that only changes when a secret is added). */
+function noteRememberedNow(session: McpSession, secrets: CallSecrets): void {
+  secrets.noteRemembered(session.rememberSecrets(NOTHING_NEW));
 }
 
 /**
