@@ -4,7 +4,9 @@
  * closes sessions that earlier generations still had busy; a reload that fails gives old tools an error message.
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
-import { readFile, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import * as path from "node:path";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import type { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, RecordingLogger, ToolkitClosedError, type McpToolInterceptor } from "../../lib";
@@ -12,7 +14,8 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
-import { alive, waitUntil } from "../fixtures/processes";
+import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
+import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 
 let http: HttpFixture;
 beforeAll(async () => {
@@ -85,6 +88,64 @@ describe("a call still in its interceptors when the tools reload", () => {
       expect(http.requests.filter((r) => findToolCall([r], marker)).length).toBe(sentBefore);
     } finally {
       await toolkit.close();
+    }
+  });
+});
+
+describe("a call whose session is still starting when the tools reload", () => {
+  test("its server was removed from the config: the call is refused, not sent on the retired generation's new child", async () => {
+    const dir = await makeTempDir("mcp-reload-starting-");
+    const gate = path.join(dir, "gate");
+    await writeFile(gate, "");
+    const marker = `reload-starting-${randomUUID()}`;
+    const launch = stdioFixture({ name: "gone", toolNames: ["pid"] });
+    // A child that becomes the MCP server only once the gate file exists.
+    const script = `while [ ! -e "$1" ]; do sleep 0.02; done; exec "$2" "$3" "$4" "$5" "$0"`;
+    const server = { type: "stdio", command: "sh", args: ["-c", script, marker, gate, launch.command, ...launch.args], env: launch.env };
+    const configPath = await writeConfig(dir, { mcpServers: { gone: server } });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-reload-starting-data-") });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      expect(pidsWithMarker(marker)).toHaveLength(1); // discovery's child
+      await rm(gate);
+      const call = callThroughGraph(graph, "gone_pid", {}, { context: { user_id: "u" }, configurable: { thread_id: "t" } });
+      // The thread's child waits at the gate: the call waits for its session, nothing sent yet.
+      expect(await waitUntil(() => pidsWithMarker(marker).length === 2)).toBe(true);
+      await writeFile(configPath, JSON.stringify({ mcpServers: {} }));
+      expect(await toolkit.getTools()).toEqual([]);
+      await writeFile(gate, "");
+      const message = await call;
+      expect({ status: message.status, content: message.content }).toEqual({
+        status: "error",
+        content: "MCP tool 'pid' on server 'gone' was not called: the server's configuration changed while the call was being prepared; call it again",
+      });
+    } finally {
+      await writeFile(gate, "");
+      await toolkit.close();
+    }
+  });
+});
+
+describe("close() while the tools load", () => {
+  test.each([
+    ["while its child starts", true],
+    ["before discovery began", false],
+  ])("a server that never answers initialize (no session_init_timeout), closed %s: close() ends the load and any child", async (_label, started) => {
+    const marker = `close-loading-${randomUUID()}`;
+    const launch = stdioFixture({ name: "hung", mode: "hang" });
+    const configPath = await writeConfig(await makeTempDir("mcp-close-loading-"), {
+      mcpServers: { hung: { type: "stdio", ...launch, args: [...launch.args, marker], session_init_timeout: null } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-close-loading-data-") });
+    const loading = toolkit.getTools();
+    loading.catch(() => undefined);
+    if (started) expect(await waitUntil(() => pidsWithMarker(marker).length === 1)).toBe(true);
+    try {
+      await toolkit.close();
+      expect(pidsWithMarker(marker)).toEqual([]);
+      await expect(loading).rejects.toBeInstanceOf(ToolkitClosedError);
+    } finally {
+      for (const pid of pidsWithMarker(marker)) process.kill(pid, "SIGKILL");
     }
   });
 });

@@ -255,6 +255,12 @@ function sendToServer(
         if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(initTimeoutText(record, err)));
         throw err;
       }
+      if (pool.isRetired && target.successor) {
+        // The tools reloaded while the session started: nothing was sent yet, so the call goes where it would have
+        // gone had the reload come first (the retired pool closes the new session once released).
+        lease.release();
+        return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace)(request);
+      }
     }
     const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;

@@ -256,6 +256,8 @@ export class McpToolkit {
   /** Retired pools whose sessions still run calls: `close()` closes them too. */
   private readonly retiredPools = new Set<SessionPool>();
   private loading: Promise<Generation> | null = null;
+  /** Pools of loads still discovering their tools: `close()` closes them too. */
+  private readonly loadingPools = new Set<SessionPool>();
   private token = 0;
   private closed = false;
 
@@ -297,10 +299,12 @@ export class McpToolkit {
     this.token += 1;
     this.current = null;
     const pending = this.loading;
+    const loadingPools = [...this.loadingPools];
     const retired = [...this.retiredPools];
     this.retiredPools.clear();
-    await Promise.all([...(current ? [current.pool] : []), ...retired].map((pool) => pool.close()));
-    // A load still running closes its own sessions when it sees `closed` (loadConsistent); one that finished is `current`.
+    // A load still discovering has its pool closed too: a server that never answers initialize no longer holds it.
+    await Promise.all([...(current ? [current.pool] : []), ...retired, ...loadingPools].map((pool) => pool.close()));
+    // It then ends when it sees `closed` (loadConsistent); one that finished is `current`.
     if (pending) await pending.catch(() => undefined);
   }
 
@@ -403,11 +407,15 @@ export class McpToolkit {
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {
       if (server.enabled) servers.set(serverName, this.serverEntry(serverName, server, custom, loaded.envSecrets[serverName] ?? []));
     }
-    const discoveries = await discoverAll(
-      [...servers.values()].map((entry) => entry.target),
-      pool,
-      this.logger,
-    );
+    // Closed while the configuration loaded: close() did not see this pool.
+    if (this.closed) throw new ToolkitClosedError();
+    this.loadingPools.add(pool);
+    let discoveries: Awaited<ReturnType<typeof discoverAll>>;
+    try {
+      discoveries = await discoverAll([...servers.values()].map((entry) => entry.target), pool, this.logger);
+    } finally {
+      this.loadingPools.delete(pool);
+    }
     const candidates = discoveries.flatMap((d) =>
       d.tools.map((tool) => ({
         server: d.serverName,
