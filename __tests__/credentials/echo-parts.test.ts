@@ -24,6 +24,11 @@ const COOKIE = "theme=dark; sid=s3ss10nV4l; tz=UTC9";
 const SPLIT_KEY = "QZXJVWKY";
 /** A key of three lines, made of the same letters; the fixture's first write ends after its first line break. */
 const PEM_KEY = "QZXJ-one\nVWKY-two\nQZXJ-six";
+/** A key whose `user:<key>` the fixture writes to stderr as base64 in lines of 20 (MIME-like), over two writes. */
+const MIME_KEY = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+const MIME_BASE64 = Buffer.from(`user:${MIME_KEY}`).toString("base64");
+/** With the 9-character tail, the fixture's first write ends right after the second line break. */
+const MIME_WRAPPED = `${MIME_BASE64.replace(/.{20}/g, "$&\n")} trailing`;
 /** Two characters: too short for a base64 run of its own. */
 const TWO = "W7";
 const CONTEXT = { user_id: "alice", secrets: { basic: BASIC, cookie: COOKIE, pin: PIN, two: TWO } };
@@ -87,9 +92,10 @@ beforeAll(async () => {
       },
       split: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, SPLIT_KEY: "${SPLIT_KEY}" } },
       pem: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, PEM_KEY: "${PEM_KEY}" } },
+      mime: { type: "stdio", command: split.command, args: split.args, env: { ...split.env, MIME_KEY: "${MIME_KEY}", MIME_WRAPPED } },
     },
   });
-  toolkit = createMcpToolkit({ configPath, env: { SPLIT_KEY, PEM_KEY }, logger, interceptors: [commandQuotingHeaders] });
+  toolkit = createMcpToolkit({ configPath, env: { SPLIT_KEY, PEM_KEY, MIME_KEY }, logger, interceptors: [commandQuotingHeaders] });
   tools = await toolkit.getTools();
   graph = toolNodeGraph(tools, checkpointer);
 });
@@ -188,6 +194,17 @@ describe("a stdio server writing a multi-line secret to stderr in two writes", (
       "MCP server 'pem' stderr: [redacted]",
       "MCP server 'pem' stderr: stderr_split done",
     ]);
+  });
+});
+
+describe("a stdio server writing a secret's base64 wrapped over lines to stderr in two writes", () => {
+  test("no line of it is logged, also the lines written before the rest of the run arrived", async () => {
+    expect(MIME_WRAPPED.slice(0, Math.ceil(MIME_WRAPPED.length / 2)).endsWith("\n")).toBe(true);
+    const lines = await stderrOfSplit("mime", { env: "MIME_WRAPPED", copies: 0, pauseMs: 300 });
+    const logged = lines.map((line) => line.slice("MCP server 'mime' stderr: ".length)).join("\n");
+    for (const piece of MIME_BASE64.match(/.{20}/g)!) expect(logged).not.toContain(piece);
+    expect(logged).toContain("[redacted]");
+    expect(lines[lines.length - 1]).toBe("MCP server 'mime' stderr: stderr_split done");
   });
 });
 

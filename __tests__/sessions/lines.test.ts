@@ -67,6 +67,43 @@ describe("LineSplitter", () => {
     expect(Buffer.from(lines.join("").replace(/^auth /, "").replace(REDACTED, ""), "base64").toString("latin1")).not.toContain("A1b2");
   });
 
+  test.each([
+    ["after its first line", 1],
+    ["after its second line", 2],
+    ["after its last line", 4],
+  ])("a secret's wrapped base64 written over two writes, the first ending %s, is blanked across the breaks too", (_label, linesFirst) => {
+    const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    const base64 = Buffer.from(`user:${secret}`).toString("base64");
+    const one = Redactor.of([secret]);
+    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    const text = `auth ${base64.replace(/.{20}/g, "$&\n")}\nnext line\n`;
+    let cut = 0;
+    for (let i = 0; i < linesFirst; i += 1) cut = text.indexOf("\n", cut) + 1;
+    const first = splitter.push(Buffer.from(text.slice(0, cut)));
+    const lines = [...first, ...splitter.push(Buffer.from(text.slice(cut)))];
+    expect(first).toEqual([]);
+    expect(lines).toEqual([...one.text(`auth ${base64.replace(/.{20}/g, "$&\n")}`).split("\n"), "next line"]);
+    for (const piece of base64.match(/.{20}/g)!) expect(lines.join("\n")).not.toContain(piece);
+    expect(splitter.flush()).toEqual([]);
+  });
+
+  test("only lines that may begin a wrapped base64 run wait for the next line: a short word at once, a held line at the end", () => {
+    const splitter = new LineSplitter(64 * 1024, scrub);
+    expect(splitter.push(Buffer.from("Ready\nlistening on 8080\n"))).toEqual(["Ready", "listening on 8080"]);
+    expect(splitter.push(Buffer.from("session 0123456789abcdef0123\n"))).toEqual([]);
+    // A short word could still be a run's last line ("dDA="); a line with a space could not.
+    expect(splitter.push(Buffer.from("next\n"))).toEqual([]);
+    expect(splitter.push(Buffer.from("next line\n"))).toEqual(["session 0123456789abcdef0123", "next", "next line"]);
+    expect(splitter.push(Buffer.from("token 0123456789abcdef0123\n"))).toEqual([]);
+    expect(splitter.flush()).toEqual(["token 0123456789abcdef0123"]);
+  });
+
+  test("base64-looking lines beyond what is held back for a cut are given at once", () => {
+    const splitter = new LineSplitter(64 * 1024, scrub, 100);
+    const lines = Array.from({ length: 6 }, (_, i) => `${String(i).repeat(20)}`);
+    expect(splitter.push(Buffer.from(`${lines.join("\n")}\n`))).toEqual(lines);
+  });
+
   test("lines and the rest at the end come back scrubbed, split on CRLF and LF, UTF-8 kept across chunks", () => {
     const bytes = Buffer.from(`a ${SECRET}\r\nü ${SECRET}`);
     const splitter = new LineSplitter(64, scrub);

@@ -10,12 +10,36 @@ import { sliceWhole } from "../shared/text";
  */
 export const CUT_KEEP_CHARS = 4096;
 
+/** A line made only of base64 digits (either alphabet) and padding: possibly one line of a wrapped run. */
+const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
+/** Base64 digits ending a line, long enough to be the first line of a wrapped run (MIME wraps at 76, PEM at 64). */
+const BASE64_TAIL = /[A-Za-z0-9+/_-]{16,}=*\r?$/;
+
+/**
+ * Where the trailing lines of `block` begin that may be the start of a base64 run wrapped over lines whose rest has not
+ * come yet: from the earliest line ending in at least 16 base64 digits after which every line is base64 digits only.
+ * `block.length` when there is none, or when those lines hold more than `limit` characters.
+ */
+function wrappedRunStart(block: string, limit: number): number {
+  let start = block.length;
+  for (let end = block.length; block.length - end <= limit; end -= 1) {
+    const from = block.lastIndexOf("\n", end - 1) + 1;
+    const line = block.slice(from, end);
+    const whole = BASE64_LINE.test(line);
+    if (BASE64_TAIL.test(line)) start = from;
+    if (!whole || from === 0) break;
+    end = from;
+  }
+  return block.length - start <= limit ? start : block.length;
+}
+
 /**
  * Splits a byte stream into whole lines (UTF-8 safe across chunks), scrubbed with `redact`, which must replace each
  * secret with REDACTED (as `Redactor.text` does). The lines a chunk completes are scrubbed together, before they are
  * split, so a secret holding a line break (a PEM key, line-wrapped base64) is blanked whole when it arrives within
- * one chunk (one write of the child, up to a pipe's 64 KiB). A line that grows past `maxPending` without a newline
- * is given in pieces, cut where no secret lies across the cut.
+ * one chunk (one write of the child, up to a pipe's 64 KiB); lines that may begin a wrapped base64 run are given only
+ * with the line after the run (or at the end), so a run written over several writes is scrubbed whole too. A line
+ * that grows past `maxPending` without a newline is given in pieces, cut where no secret lies across the cut.
  */
 export class LineSplitter {
   private readonly decoder = new StringDecoder("utf8");
@@ -41,6 +65,13 @@ export class LineSplitter {
     let block = this.pending + decoded.slice(0, newline);
     if (block.endsWith("\r")) block = block.slice(0, -1);
     this.pending = decoded.slice(newline + 1);
+    // Lines that may begin a base64 run wrapped over lines wait for the rest of it (or the end of the stream).
+    const held = wrappedRunStart(block, this.keep);
+    if (held < block.length) {
+      this.pending = `${block.slice(held)}\n${this.pending}`;
+      if (held === 0) return this.pending.length > this.maxPending ? [this.cut()] : [];
+      block = block.slice(0, held - 1);
+    }
     const lines = this.redact(block).split(/\r?\n/);
     if (this.pending.length > this.maxPending) lines.push(this.cut());
     return lines;
@@ -49,7 +80,11 @@ export class LineSplitter {
   flush(): string[] {
     const rest = this.pending + this.decoder.end();
     this.pending = "";
-    return rest === "" ? [] : [this.redact(rest)];
+    if (rest === "") return [];
+    // What was held back is whole lines, before the last unfinished one.
+    const lines = this.redact(rest).split(/\r?\n/);
+    if (lines[lines.length - 1] === "") lines.pop();
+    return lines;
   }
 
   /**
