@@ -69,9 +69,13 @@ describe("a session the server forgot", () => {
     }
   });
 
-  test("discovery whose listing is dropped unanswered (its stream ended) re-initializes once, transparently", async () => {
-    const dropping = await startHttpFixture({ name: "dropping", toolNames: ["echo"], dropListOnce: true });
-    const server = McpServerSchema.parse({ type: "http", url: dropping.url, session_init_timeout: 5 });
+  test.each([
+    ["streamable HTTP: the listing's own stream ended", "http"],
+    ["SSE: the session's event stream ended", "sse"],
+  ] as const)("discovery whose listing is dropped unanswered (%s) re-initializes once, transparently", async (_label, type) => {
+    const opts = { name: "dropping", toolNames: ["echo"] as const, dropListOnce: true };
+    const dropping = type === "http" ? await startHttpFixture({ ...opts, toolNames: [...opts.toolNames] }) : await startSseFixture({ ...opts, toolNames: [...opts.toolNames] });
+    const server = McpServerSchema.parse({ type, url: dropping.url, session_init_timeout: 5 });
     const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
     try {
       const target = { serverName: "dropping", server, headers: async () => ({}), secrets: [] };

@@ -29,6 +29,7 @@ import {
 import { EMPTY_HEADERS } from "../shared/headers";
 import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
+import { withDeadline } from "../shared/deadline";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { runDirectCall, runToolCall, toolErrorOutput, unloadableText, withTranslatedPaths, type CallPathOptions, type CallWorkspace } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
@@ -194,6 +195,8 @@ interface Generation {
 }
 
 const MAX_LOAD_ATTEMPTS = 5;
+/** How long `close()` lets a load still discovering end on its own before it closes that load's sessions. */
+export const LOAD_CLOSE_GRACE_MS = 2_000;
 const frozenHeaders = new WeakMap<McpServerConfig, Readonly<Record<string, string>>>();
 
 /** The headers every call and the discovery of a server start from; one frozen object per server config. */
@@ -256,7 +259,7 @@ export class McpToolkit {
   /** Retired pools whose sessions still run calls: `close()` closes them too. */
   private readonly retiredPools = new Set<SessionPool>();
   private loading: Promise<Generation> | null = null;
-  /** Pools of loads still discovering their tools: `close()` closes them too. */
+  /** Pools of loads still discovering their tools: `close()` closes them once `LOAD_CLOSE_GRACE_MS` passed. */
   private readonly loadingPools = new Set<SessionPool>();
   private token = 0;
   private closed = false;
@@ -299,13 +302,16 @@ export class McpToolkit {
     this.token += 1;
     this.current = null;
     const pending = this.loading;
-    const loadingPools = [...this.loadingPools];
     const retired = [...this.retiredPools];
     this.retiredPools.clear();
-    // A load still discovering has its pool closed too: a server that never answers initialize no longer holds it.
-    await Promise.all([...(current ? [current.pool] : []), ...retired, ...loadingPools].map((pool) => pool.close()));
-    // It then ends when it sees `closed` (loadConsistent); one that finished is `current`.
-    if (pending) await pending.catch(() => undefined);
+    await Promise.all([...(current ? [current.pool] : []), ...retired].map((pool) => pool.close()));
+    if (!pending) return;
+    // A load still discovering closes its sessions when it sees `closed` (loadConsistent), so an HTTP server's session
+    // is ended (DELETE) once its id is known. A server that does not answer within the grace has the load's pool
+    // closed under it: one that never answers initialize (no session_init_timeout) cannot hold close().
+    const ended = await withDeadline(() => pending.then(() => true, () => true), LOAD_CLOSE_GRACE_MS).catch(() => false);
+    if (!ended) await Promise.all([...this.loadingPools].map((pool) => pool.close()));
+    await pending.catch(() => undefined);
   }
 
   private invalidate(): void {
