@@ -118,6 +118,18 @@ describe("one child per (server, user, thread)", () => {
     expect(await pid(scope("7", "1"))).toBe(one);
   });
 
+  test.each([
+    ["context.user_id", { context: { user_id: { id: "alice" } } }],
+    ["context.thread_id", { context: { user_id: "alice", thread_id: ["t"] } }],
+    ["configurable.thread_id", { context: { user_id: "alice" }, configurable: { thread_id: true } }],
+  ])("a run whose %s is neither a string nor a number is refused, not served as the default user or thread", async (field, options) => {
+    const message = await callThroughGraph(graph, "local_pid", {}, options);
+    expect({ status: message.status, content: message.content }).toEqual({
+      status: "error",
+      content: `MCP tool call refused: the run's ${field} is neither a string nor a number, so it names no user or thread`,
+    });
+  });
+
   test("ids holding a lone surrogate get a child of their own, and a folder no other id shares", async () => {
     const lone = await pid({ context: { user_id: "u", thread_id: "t\uD800" } });
     expect(await pid({ context: { user_id: "u", thread_id: "t\uD800" } })).toBe(lone);

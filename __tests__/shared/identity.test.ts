@@ -56,3 +56,16 @@ describe("the run's user id: server auth user → configurable.langgraph_auth_us
     expect(await tokenSent({ context: { user_id: "ctx-user" }, configurable: serverUser })).toBe("tok-server");
   });
 });
+
+describe("the first user field that is set decides", () => {
+  test("a configurable.langgraph_auth_user_id set to something no id is made of is not stood in for by context.user_id", async () => {
+    const message = await callThroughGraph(graph, "remote_whoami", {}, {
+      context: { user_id: "ctx-user" },
+      configurable: { langgraph_auth_user_id: { id: "auth-user" } },
+    });
+    expect(message.status).toBe("error");
+    expect(message.content).toBe(
+      "MCP server 'remote' needs a per-user credential (user_auth, header 'X-User-Token'), but the run has no user id (context.user_id)",
+    );
+  });
+});

@@ -171,6 +171,14 @@ describe("the submit wrapper and the agent-visible tools", () => {
     const noThread = (await submit.invoke({ type: "tool_call", name: submit.name, id: "c-1", args: { label: "x" } })) as ToolMessage;
     expect(noThread.status).toBe("error");
     expect(noThread.content).toBe("Background task 'build' needs a conversation thread: run the agent with a thread_id");
+    const oddUser = (await submit.invoke(
+      { type: "tool_call", name: submit.name, id: "c-2", args: { label: "x" } },
+      { context: { user_id: { id: "ann" } }, configurable: { thread_id: "th-3" } },
+    )) as ToolMessage;
+    expect({ status: oddUser.status, content: oddUser.content }).toEqual({
+      status: "error",
+      content: "Background task 'build' was not started: the run's context.user_id is neither a string nor a number, so it names no user or thread",
+    });
     const [refused] = await agentSubmit(s, "jobs_start_job", { label: "r", submit_error: true }, "ann", "th-3");
     expect(refused!.status).toBe("error");
     expect(refused!.content).toBe("Background task 'build' was not submitted: MCP task tool 'start_job' returned an error: could not start r");

@@ -19,24 +19,64 @@ function contextRecord(runtime: ToolRuntime | undefined): Record<string, unknown
   return typeof context === "object" && context !== null ? (context as Record<string, unknown>) : undefined;
 }
 
+/** An id field of the run that is set (not `undefined`, `null` or ""). */
+function isSet(value: unknown): boolean {
+  return value !== undefined && value !== null && value !== "";
+}
+
+/** Which field of the run gave an id, and its value. */
+type IdField = readonly [field: string, value: unknown];
+const UNSET: IdField = ["", undefined];
+
+/** The first of the run's user fields that is set, in precedence order (SPEC §5.1). */
+function userField(runtime: ToolRuntime): IdField {
+  const identity = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
+  if (isSet(identity)) return ["serverInfo.user.identity", identity];
+  const stamped = runtime.configurable?.langgraph_auth_user_id;
+  if (isSet(stamped)) return ["configurable.langgraph_auth_user_id", stamped];
+  const own = contextRecord(runtime)?.user_id;
+  return isSet(own) ? ["context.user_id", own] : UNSET;
+}
+
+/** The first of the run's thread fields that is set, in precedence order. */
+function threadField(runtime: ToolRuntime): IdField {
+  const own = contextRecord(runtime)?.thread_id;
+  if (isSet(own)) return ["context.thread_id", own];
+  const configured = runtime.configurable?.thread_id;
+  return isSet(configured) ? ["configurable.thread_id", configured] : UNSET;
+}
+
 /**
  * The user a run acts for (SPEC §5.1): the LangGraph server's authenticated user, then
- * `configurable.langgraph_auth_user_id` (which that server stamps), then `context.user_id`.
+ * `configurable.langgraph_auth_user_id` (which that server stamps), then `context.user_id`; the first that is set
+ * decides (one set to something no id is made of gives none: a client's `context.user_id` never stands in for it).
  * `undefined` when the run names no user. Run context is read from the runtime, never from a copied config.
  */
 export function runUserId(runtime: ToolRuntime | undefined): string | undefined {
-  if (!runtime) return undefined;
-  return (
-    idOf((runtime as RuntimeWithServerInfo).serverInfo?.user?.identity) ??
-    idOf(runtime.configurable?.langgraph_auth_user_id) ??
-    idOf(contextRecord(runtime)?.user_id)
-  );
+  return runtime ? idOf(userField(runtime)[1]) : undefined;
 }
 
 /** The thread a run belongs to (SPEC §5.1): `context.thread_id`, then `configurable.thread_id`; `undefined` when neither is set. */
 export function runThreadId(runtime: ToolRuntime | undefined): string | undefined {
+  return runtime ? idOf(threadField(runtime)[1]) : undefined;
+}
+
+/**
+ * The field deciding the run's user or thread when it is set to something no id is made of (an object, a boolean,
+ * NaN); `undefined` otherwise. Such a run is refused where an unset id would be served as the "default" user or thread,
+ * whose session, workspace and tasks every run without one shares.
+ */
+export function unusableRunIdField(runtime: ToolRuntime | undefined): string | undefined {
   if (!runtime) return undefined;
-  return idOf(contextRecord(runtime)?.thread_id) ?? idOf(runtime.configurable?.thread_id);
+  for (const [field, value] of [userField(runtime), threadField(runtime)]) {
+    if (isSet(value) && idOf(value) === undefined) return field;
+  }
+  return undefined;
+}
+
+/** The one line a run with an unusable id field gets (the field named, its value not shown). */
+export function unusableRunIdText(field: string): string {
+  return `the run's ${field} is neither a string nor a number, so it names no user or thread`;
 }
 
 /** The run's per-request secrets: `runtime.context.secrets`, when it is an object. */

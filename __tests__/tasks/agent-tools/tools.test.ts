@@ -66,6 +66,15 @@ describe("list_background_tasks", () => {
     const [list] = createBackgroundTaskTools(h.runtime);
     expect(JSON.parse(String(await list!.invoke({})))).toEqual({ tasks: [], message: "The current thread could not be resolved." });
   });
+
+  test("a run whose user id is neither a string nor a number: no list (not the default user's), a message; no cancel either", async () => {
+    const h = await harness();
+    const [list, cancel] = createBackgroundTaskTools(h.runtime);
+    const run = { context: { user_id: { id: "ann" } }, configurable: { thread_id: "th-x" } };
+    const message = "the run's context.user_id is neither a string nor a number, so it names no user or thread";
+    expect(JSON.parse(String(await list!.invoke({}, run)))).toEqual({ tasks: [], message });
+    expect(JSON.parse(String(await cancel!.invoke({ task: "x" }, run)))).toEqual({ cancelled: false, message });
+  });
 });
 
 describe("cancel_background_task", () => {
@@ -153,5 +162,20 @@ describe("the background_tasks projection", () => {
     const config = { context: { user_id: 42, thread_id: null }, configurable: { thread_id: "th-n" } };
     const result = (await agent.invoke({ messages: [new HumanMessage("hello")] }, config as never)) as Record<string, unknown>;
     expect((result[BACKGROUND_TASKS_KEY] as BackgroundTaskRow[]).map((row) => row.task_id)).toEqual(["mcp-task-n1"]);
+    // A user id no id is made of projects nothing: not the "default" user's tasks.
+    await h.runtime.store.create({
+      id: "mcp-task-d1",
+      userId: "default",
+      threadId: "th-d",
+      serverName: "jobs",
+      driverName: "ordinary-tools",
+      remoteTaskId: "r-d",
+      taskName: "build",
+      snapshot: new TaskSnapshot({ status: TaskStatus.WORKING }),
+      nextPollAt: null,
+    });
+    const odd = { context: { user_id: { id: 42 } }, configurable: { thread_id: "th-d" } };
+    const refused = (await agent.invoke({ messages: [new HumanMessage("hello")] }, odd as never)) as Record<string, unknown>;
+    expect(refused[BACKGROUND_TASKS_KEY] ?? []).toEqual([]);
   });
 });

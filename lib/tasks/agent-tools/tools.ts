@@ -5,7 +5,7 @@
  */
 import { tool, type DynamicStructuredTool, type ToolRuntime } from "@langchain/core/tools";
 import { z } from "zod";
-import { runThreadId, runUserId } from "../../shared/identity";
+import { runThreadId, runUserId, unusableRunIdField, unusableRunIdText } from "../../shared/identity";
 import { AmbiguousMcpTaskError, McpTaskLookupError } from "../service";
 import type { TaskRecord } from "../store";
 import { neutralizeUntrustedTags } from "../untrusted";
@@ -47,8 +47,10 @@ export function backgroundTaskView(record: TaskRecord): BackgroundTaskView {
   };
 }
 
-/** The run's user (as the submit wrapper resolves it) and thread. */
-function scope(runtime: ToolRuntime | undefined): { userId: string; threadId: string | undefined } {
+/** The run's user (as the submit wrapper resolves it) and thread; or why neither can be told. */
+function scope(runtime: ToolRuntime | undefined): { userId: string; threadId: string | undefined } | { refused: string } {
+  const unusable = unusableRunIdField(runtime);
+  if (unusable !== undefined) return { refused: unusableRunIdText(unusable) };
   return { userId: runUserId(runtime) ?? "default", threadId: runThreadId(runtime) };
 }
 
@@ -57,7 +59,9 @@ export function createBackgroundTaskTools(runtime: { service: BackgroundTaskServ
   const { service } = runtime;
   const list = tool(
     async ({ active_only }, config: ToolRuntime) => {
-      const { userId, threadId } = scope(config);
+      const run = scope(config);
+      if ("refused" in run) return JSON.stringify({ tasks: [], message: run.refused });
+      const { userId, threadId } = run;
       if (threadId === undefined) return JSON.stringify({ tasks: [], message: NO_THREAD });
       const rows = await service.listTasks(threadId, userId, { limit: LIST_BACKGROUND_TASKS_LIMIT, activeOnly: active_only ?? false });
       return JSON.stringify({ tasks: rows.map(backgroundTaskView), count: rows.length });
@@ -72,7 +76,9 @@ export function createBackgroundTaskTools(runtime: { service: BackgroundTaskServ
   );
   const cancel = tool(
     async ({ task }, config: ToolRuntime) => {
-      const { userId, threadId } = scope(config);
+      const run = scope(config);
+      if ("refused" in run) return JSON.stringify({ cancelled: false, message: run.refused });
+      const { userId, threadId } = run;
       if (threadId === undefined) return JSON.stringify({ cancelled: false, message: NO_THREAD });
       try {
         const row = await service.cancelMatchingTask(threadId, userId, task);
