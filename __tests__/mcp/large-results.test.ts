@@ -201,6 +201,17 @@ describe("StdioLineBuffer", () => {
     expect(discarded).toEqual([{ bytes: big.length, id: 7 }]);
   });
 
+  test("an oversized response whose id comes last is recognised when only its last short read is over the limit", () => {
+    const shape = (n: number) => JSON.stringify({ result: { content: [{ type: "text", text: "x".repeat(n) }] }, jsonrpc: "2.0", id: 7 });
+    const message = shape(1024 + 2 - shape(0).length); // 2 bytes over: all but its last 4 bytes fit
+    for (const cut of [message.length - 4, message.length - 1]) {
+      const buffer = new StdioLineBuffer(1024);
+      for (let i = 0; i < cut; i += 300) buffer.append(Buffer.from(message.slice(i, Math.min(i + 300, cut))));
+      buffer.append(Buffer.from(`${message.slice(cut)}\n`));
+      expect(buffer.readMessage()).toMatchObject({ id: 7, error: { code: -32603 } });
+    }
+  });
+
   test("blank lines are skipped, and a line over the limit is discarded even when one chunk holds all of it", () => {
     const discarded: unknown[] = [];
     const buffer = new StdioLineBuffer(100, (d) => discarded.push(d));

@@ -116,10 +116,12 @@ export class StdioLineBuffer {
       this.lineBytes = total;
       return;
     }
+    const read = this.line === null ? [piece] : [this.line.subarray(0, this.lineBytes), piece];
     this.discarding = {
       bytes: total,
-      head: firstBytes(this.line === null ? [piece] : [this.line.subarray(0, this.lineBytes), piece], EDGE_BYTES),
-      tail: Buffer.from(lastBytes(piece, EDGE_BYTES)),
+      head: firstBytes(read, EDGE_BYTES),
+      // Of what was read, not of the last piece alone: a short last read would hide the id a response ends with.
+      tail: lastBytes(Buffer.concat(read.map((bytes) => lastBytes(bytes, EDGE_BYTES))), EDGE_BYTES),
     };
     this.line = null;
     this.lineBytes = 0;
