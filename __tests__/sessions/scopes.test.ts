@@ -254,6 +254,25 @@ describe("children that die, calls that fail", () => {
     expect(alive(first)).toBe(false);
   });
 
+  test("a child that closes its stdout during a call and runs on: the call fails now, the child is ended, the next call gets a new one", async () => {
+    const configPath = await writeConfig(await makeTempDir("mcp-scopes-mute-"), {
+      mcpServers: { mute: { type: "stdio", command: "bash", args: [path.join(__dirname, "..", "fixtures", "sh-server.sh")], tool_call_timeout: 600 } },
+    });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-scopes-mute-data-") });
+    try {
+      const ownGraph = toolNodeGraph(await own.getTools());
+      const pidOf = async () => Number((await callThroughGraph(ownGraph, "mute_pid", {}, scope("gina", "mute"))).content);
+      const first = await pidOf();
+      const message = await callThroughGraph(ownGraph, "mute_close_stdout", {}, scope("gina", "mute"));
+      expect(message.status).toBe("error");
+      expect(String(message.content)).toMatch(/Connection closed/);
+      expect(await waitUntil(() => !alive(first))).toBe(true);
+      expect(await pidOf()).not.toBe(first);
+    } finally {
+      await own.close();
+    }
+  });
+
   test("killed between calls: the next call runs on a new child", async () => {
     const first = await pid(scope("frank", "kill-between"));
     process.kill(first, "SIGKILL");

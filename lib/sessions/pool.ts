@@ -390,6 +390,12 @@ export class SessionPool {
         child = started;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
         whenGone(started, () => transport.onclose?.());
+        // A child that closed its stdout and runs on can never answer again: its calls fail now, and it is closed.
+        started.stdout?.once("end", () => {
+          if (hasExited(started)) return;
+          transport.onclose?.();
+          void transport.close().catch(() => undefined);
+        });
       });
     }
     const tag = entry.tag;
