@@ -1,4 +1,7 @@
 import { describe, expect, test } from "@jest/globals";
+import * as path from "node:path";
+import { Worker } from "node:worker_threads";
+import { TSX_CJS_REGISTER } from "../fixtures/stdio";
 import { headerSecrets, recordSecrets, Redactor, REDACTED } from "../../lib/shared";
 
 const SECRET = 'tok"en\\/ü z';
@@ -212,6 +215,30 @@ describe("Redactor", () => {
     expect(apart).not.toBe(joined);
     expect(apart.text("k1 k2")).toBe(`${REDACTED} ${REDACTED}`);
     expect(Redactor.of(["k1\u0000k2"]).text("k1 k2")).toBe("k1 k2");
+  });
+
+  // No timer: the scrub runs in a worker, so a scrub that does not end fails the test at its timeout instead of
+  // blocking it. With a match tried from every backslash of the run, 40,000 took seconds and this takes hours.
+  test.each([
+    ["a run of backslashes", "run"],
+    ["a run of backslashes before an escaped line break in base64", "wrapped"],
+  ])("%s a million long is scrubbed in linear time, and an escaped secret after it is still found", async (_label, kind) => {
+    const worker = new Worker(
+      `const { parentPort, workerData } = require("node:worker_threads");
+       const { Redactor, REDACTED } = require(workerData.module);
+       const secret = "sk-live-9f8e7d6c5b4a";
+       const backslashes = "\\\\".repeat(1000000);
+       const run = workerData.kind === "run" ? backslashes : "QUJD" + backslashes + "nREVG";
+       const escaped = [...secret].map((c) => "\\\\\\\\u" + c.charCodeAt(0).toString(16).padStart(4, "0")).join("");
+       const scrubbed = Redactor.of([secret]).text(run + " " + escaped);
+       parentPort.postMessage([scrubbed.length === run.length + 1 + REDACTED.length, scrubbed.startsWith(run), scrubbed.endsWith(" " + REDACTED)]);`,
+      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { kind, module: path.join(__dirname, "../../lib/shared/redact.ts") } },
+    );
+    try {
+      expect(await new Promise((resolve, reject) => worker.once("message", resolve).once("error", reject))).toEqual([true, true, true]);
+    } finally {
+      await worker.terminate();
+    }
   });
 
   test("regex metacharacters in a secret are literal", () => {

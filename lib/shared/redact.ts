@@ -300,8 +300,8 @@ function matcherOf(secret: string): SecretMatcher {
   const base64 = base64Runs(secret);
   // Each list longest first, so a whole "Bearer <token>" goes before its token alone.
   const longestFirst = (list: readonly string[]) => [...new Set(list)].sort((a, b) => b.length - a.length);
-  const runs = longestFirst(base64.map((run) => [...run].map(base64DigitPattern).join("")));
-  const formsSource = longestFirst([[...secret].map(charPattern).join(""), ...runs]).join("|");
+  const runs = longestFirst(base64.map((run) => [...run].map((digit, i) => base64DigitPattern(digit, i === 0)).join("")));
+  const formsSource = longestFirst([[...secret].map((ch, i) => charPattern(ch, i === 0)).join(""), ...runs]).join("|");
   const runsSource = runs.join("|");
   const plainSource = /[ \r\n]/.test(secret) ? null : longestFirst([secret, ...base64].map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
@@ -354,7 +354,13 @@ function replaceSpans(text: string, spans: Span[]): string {
 /** A line break inside base64 (LF or CRLF): raw, JSON-escaped or percent-encoded. */
 const BASE64_WRAP = /(?<=[A-Za-z0-9+/_-])(?:\r?\n|\\+(?:r\\+)?n|(?:%(?:25)?0[dD])?%(?:25)?0[aA])(?=[A-Za-z0-9+/_%\\-])/g;
 /** Whether a text may hold such a line break at all (most do not: then nothing is unwrapped). */
-const MAY_WRAP = /\n|\\+n|%(?:25)?0[aA]/;
+const MAY_WRAP = /\n|(?<!\\)\\+n|%(?:25)?0[aA]/;
+
+/**
+ * Put before an escape's run of backslashes where a match may start: it starts only where the run does. Tried from
+ * every backslash of a long run, a greedy `\\+` gave back one character at a time (quadratic: seconds for 40,000).
+ */
+const RUN_START = "(?<!\\\\)";
 
 /** The text without the line breaks that stand between two base64 digits, with each kept character's index in `text`. */
 function unwrapBase64(text: string): { text: string; origin: Int32Array } | undefined {
@@ -377,27 +383,28 @@ function unwrapBase64(text: string): { text: string; origin: Int32Array } | unde
 
 /**
  * Every way one digit of a base64 run can appear in an echo: the run may come back URL-encoded (a query parameter) or
- * JSON-escaped (`\/`), where only `/` and `+` change.
+ * JSON-escaped (`\/`), where only `/` and `+` change. `first`: the run's first digit, where a match may start.
  */
-function base64DigitPattern(digit: string): string {
-  if (digit === "/") return "(?:/|\\\\+/|%(?:25)?2[fF])";
+function base64DigitPattern(digit: string, first = false): string {
+  if (digit === "/") return `(?:/|${first ? RUN_START : ""}\\\\+/|%(?:25)?2[fF])`;
   if (digit === "+") return "(?:\\+|%(?:25)?2[bB])";
   return digit; // A-Z a-z 0-9 - _
 }
 
 const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
 
-/** Every way one character of a secret can appear in an echo. */
-function charPattern(ch: string): string {
+/** Every way one character of a secret can appear in an echo. `first`: the secret's first, where a match may start. */
+function charPattern(ch: string, first = false): string {
   const cp = ch.codePointAt(0)!;
   const forms = [escapeRegExp(ch)];
+  const escape = first ? RUN_START : "";
   // JSON: \uXXXX (UTF-16 units), the short escapes, and any depth of nested escaping.
   const units = cp > 0xffff ? [0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff)] : [cp];
-  forms.push(units.map((unit) => `\\\\+u${hexPattern(unit, 4)}`).join(""));
+  forms.push(escape + units.map((unit) => `\\\\+u${hexPattern(unit, 4)}`).join(""));
   const short = JSON_SHORT_ESCAPES[ch];
-  if (short !== undefined) forms.push(ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`);
+  if (short !== undefined) forms.push(escape + (ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`));
   // A line break may come back as CRLF (a Windows or MIME server), raw or JSON-escaped.
-  if (ch === "\n") forms.push("\\r\\n", "\\\\+r\\\\+n");
+  if (ch === "\n") forms.push("\\r\\n", `${escape}\\\\+r\\\\+n`);
   // URL: percent-encoded UTF-8 (any hex case, possibly encoded twice); `+` for a space in forms.
   forms.push([...Buffer.from(ch, "utf8")].map((byte) => `%(?:25)?${hexPattern(byte, 2)}`).join(""));
   if (ch === " ") forms.push("\\+");
