@@ -80,8 +80,8 @@ const commandQuotingHeaders: McpToolInterceptor = async (request, next) => {
 };
 
 beforeAll(async () => {
-  http = await startHttpFixture({ name: "parts", toolNames: ["decode_credentials", "echo", "leak"] });
-  const split = stdioFixture({ name: "split", toolNames: ["stderr_split", "leak"] });
+  http = await startHttpFixture({ name: "parts", toolNames: ["decode_credentials", "echo", "leak", "split_header"] });
+  const split = stdioFixture({ name: "split", toolNames: ["stderr_split", "leak", "split_header"] });
   const dir = await makeTempDir("mcp-echo-parts-");
   const configPath = await writeConfig(dir, {
     mcpServers: {
@@ -158,6 +158,36 @@ async function stderrOfSplit(server: string, args: { env: string; copies: number
   await done;
   return logger.messages().slice(before).filter((message) => message.startsWith(prefix));
 }
+
+describe("a server cutting a credential over several text blocks", () => {
+  test.each([
+    ["raw, over two blocks", { parts: 2 }],
+    ["raw, over three blocks", { parts: 3 }],
+    ["as base64, over two blocks (joined: wrapped base64)", { parts: 2, base64: true }],
+    ["as base64, over two blocks of an error", { parts: 2, base64: true, error: true }],
+    ["a cookie value cut in two", { name: "Cookie", parts: 2 }],
+  ])("%s: no piece of it reaches the ToolMessage", async (_label, args) => {
+    const message = await call("parts_split_header", { name: "Authorization", ...args });
+    expect(String(message.content)).not.toContain("s3ss10nV4l".slice(0, 6));
+    expect(message.status).toBe("error" in args ? "error" : "success");
+    const text = JSON.stringify(message.toDict());
+    const shown = String(message.content).replace(/\n/g, "");
+    expect(shown).toContain("[redacted]");
+    for (const secret of SECRETS) expect(shown).not.toContain(secret);
+    expect(shown).not.toContain(BASIC);
+    expect(shown).not.toContain(Buffer.from(BASIC).toString("base64").slice(0, 12));
+    expect(Buffer.from(shown.replace(/\[redacted\]/g, ""), "base64").toString("latin1")).not.toContain("hunter2");
+    expect(text).not.toContain(BASIC.slice(6));
+  });
+});
+
+describe("a stdio server cutting a multi-line secret at its line breaks, one text block per line", () => {
+  test("the ToolMessage, which shows the blocks one per line, shows none of its lines", async () => {
+    const message = await call("pem_split_header", { name: "PEM_KEY", env: true, lines: true });
+    for (const line of PEM_KEY.split("\n")) expect(String(message.content)).not.toContain(line);
+    expect(String(message.content)).toContain("[redacted]");
+  });
+});
 
 describe("a server echoing a two-character secret and a secret with line breaks", () => {
   test("a two-character header value in base64, alone or in 'user:<value>', is blanked with its token", async () => {

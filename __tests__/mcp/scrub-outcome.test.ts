@@ -7,8 +7,8 @@ import { describe, expect, test } from "@jest/globals";
 import { AIMessage, AIMessageChunk, ChatMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, Overwrite, Send } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { scrubOutcome } from "../../lib/mcp/scrub-outcome";
-import { Redactor } from "../../lib/shared";
+import { scrubAcrossTextBlocks, scrubOutcome } from "../../lib/mcp/scrub-outcome";
+import { Redactor, REDACTED } from "../../lib/shared";
 
 const SECRET = "s3cr-tok";
 const PIN = "482913";
@@ -157,5 +157,30 @@ describe("scrubOutcome", () => {
   test("a Command with nothing to scrub is returned as it is", () => {
     const command = new Command({ update: { messages: [new AIMessage("fine")], n: 1 }, goto: new Send("a", { b: "c" }), resume: "ok" });
     expect(scrubOutcome(command, redactor)).toBe(command);
+  });
+});
+
+describe("scrubAcrossTextBlocks", () => {
+  const text = (t: string) => ({ type: "text" as const, text: t });
+  const shown = (result: CallToolResult) => result.content.map((item) => (item as { text: string }).text);
+
+  test("a secret cut over three text blocks is blanked in each; blocks without it are kept", () => {
+    const redactor = Redactor.of(["sk-live-9f8e7d6c5b4a"]);
+    const result = { content: [text("first"), text("key sk-live"), text("-9f8e7d6"), text("c5b4a and more words here"), text("last")] };
+    const scrubbed = shown(scrubAcrossTextBlocks(result, redactor));
+    expect(scrubbed.join("")).not.toMatch(/9f8e|7d6|c5b4/);
+    expect(scrubbed[0]).toBe("first");
+    expect(scrubbed[4]).toBe("last");
+    expect(scrubbed.join("")).toContain(REDACTED);
+  });
+
+  test("a secret that starts and ends with characters REDACTED has keeps none of them", () => {
+    const redactor = Redactor.of(["[rsecret-tok]"]);
+    expect(shown(scrubAcrossTextBlocks({ content: [text("see [rsecr"), text("et-tok] ok")] }, redactor))).toEqual([`see ${REDACTED}`, " ok"]);
+  });
+
+  test("a result whose blocks hold no secret between them is returned as it is", () => {
+    const result = { content: [text("key sk-live"), text("nothing else")] };
+    expect(scrubAcrossTextBlocks(result, Redactor.of(["sk-live-9f8e7d6c5b4a"]))).toBe(result);
   });
 });

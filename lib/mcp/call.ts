@@ -7,7 +7,7 @@ import type { McpServerConfig } from "../config";
 import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
 import type { Redactor } from "../shared/redact";
 import { CallSecrets } from "./call-secrets";
-import { scrubOutcome } from "./scrub-outcome";
+import { scrubAcrossTextBlocks, scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
@@ -434,7 +434,10 @@ export async function runDirectCall(
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome) && nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) {
       throw ownText(new McpToolCallError(tooDeepText(record)));
     }
-    if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
+    if (!unscrubbed) {
+      const scrubbed = scrubOutcome(outcome, secrets.redactor());
+      return isCommand(scrubbed) || ToolMessage.isInstance(scrubbed) ? scrubbed : scrubAcrossTextBlocks(scrubbed, secrets.redactor());
+    }
     unscrubbed(secrets.all());
     return outcome;
   } catch (err) {

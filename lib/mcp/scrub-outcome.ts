@@ -2,7 +2,8 @@ import { BaseMessage } from "@langchain/core/messages";
 import { Command, isCommand, Overwrite, Send } from "@langchain/langgraph";
 import type { McpCallOutcome } from "../shared/interceptor";
 import { isPlainObject } from "../shared/plain-object";
-import type { Redactor } from "../shared/redact";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { REDACTED, type Redactor } from "../shared/redact";
 
 /** Message fields that name or link a message rather than carry what it says: kept as they are. */
 const MESSAGE_IDENTITY_FIELDS = new Set(["id", "name", "tool_call_id", "role", "status"]);
@@ -114,4 +115,54 @@ function scrubUpdate(update: Command["update"], redactor: Redactor): Command["up
 
 function isUpdatePair(item: unknown): item is [string, unknown] {
   return Array.isArray(item) && item.length === 2 && typeof item[0] === "string";
+}
+
+/**
+ * A result whose text blocks hold a secret between them (the server cut it: "sk-live-9f8e" + "7d6c5b4a", or its base64
+ * over two blocks), which the ToolMessage shows joined: the blocks are read as one text, and what the secret covers is
+ * blanked in every block it touches. Each block alone was scrubbed already (a multi-line secret cut at its line breaks
+ * is scrubbed line by line). The blanked stretch runs from the first character the scrub changed to the last.
+ */
+export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor): CallToolResult {
+  const items = Array.isArray(result.content) ? result.content : [];
+  const textAt: number[] = [];
+  items.forEach((item, i) => item.type === "text" && textAt.push(i));
+  if (textAt.length < 2 || redactor.isEmpty) return result;
+  const texts = textAt.map((i) => (items[i] as { text: string }).text);
+  const whole = texts.join("");
+  const scrubbed = redactor.text(whole);
+  if (scrubbed === whole) return result;
+  let head = 0;
+  while (head < whole.length && head < scrubbed.length && whole[head] === scrubbed[head]) head += 1;
+  let tail = 0;
+  while (tail < whole.length - head && tail < scrubbed.length - head && whole[whole.length - 1 - tail] === scrubbed[scrubbed.length - 1 - tail]) tail += 1;
+  // A secret starting (ending) with characters REDACTED starts (ends) with shares them with the scrubbed text: the
+  // common part is cut back by as many.
+  let from = head;
+  for (let k = Math.min(REDACTED.length, head); k > 0; k -= 1) {
+    if (whole.slice(head - k, head) === REDACTED.slice(0, k)) {
+      from = head - k;
+      break;
+    }
+  }
+  let to = whole.length - tail;
+  for (let k = Math.min(REDACTED.length, tail); k > 0; k -= 1) {
+    if (whole.slice(to, to + k) === REDACTED.slice(REDACTED.length - k)) {
+      to += k;
+      break;
+    }
+  }
+  const content = [...items];
+  let start = 0;
+  let marked = false;
+  texts.forEach((text, k) => {
+    const end = start + text.length;
+    if (end > from && start < to) {
+      const kept = text.slice(0, Math.max(0, from - start)) + (marked ? "" : REDACTED) + text.slice(Math.min(text.length, to - start));
+      marked = true;
+      content[textAt[k]] = { ...(items[textAt[k]] as { type: "text"; text: string }), text: kept };
+    }
+    start = end;
+  });
+  return { ...result, content };
 }
