@@ -19,6 +19,9 @@ function forms(secret: string): Record<string, string> {
     urlTwice: encodeURIComponent(encodeURIComponent(secret)),
     html: secret.replace(/"/g, "&quot;"),
     htmlNumeric: [...secret].map((c) => `&#${c.codePointAt(0)};`).join(""),
+    hex: Buffer.from(secret).toString("hex"),
+    hexUpper: Buffer.from(secret).toString("hex").toUpperCase(),
+    hexMixed: Buffer.from(secret).toString("hex").replace(/[a-f]/, (d) => d.toUpperCase()),
   };
 }
 
@@ -72,6 +75,13 @@ describe("Redactor", () => {
     expect(r.text(`{"v":"user:000000"}`)).toBe(`{"v":"${REDACTED}"}`);
     expect(r.text("u=user%3A000000")).toBe(`u=${REDACTED}`);
     expect(Redactor.of(["Zaaaaaaaaa", "aaaaaaaaaa"]).text(`${"Z"}${"a".repeat(19)} end`)).toBe(`${REDACTED} end`);
+  });
+
+  test("a hex dump of a secret is blanked in either case; a secret under 4 bytes has no hex form (numbers stay)", () => {
+    const secret = "sk-live-9f8e7d6c5b4a";
+    const hex = Buffer.from(secret).toString("hex");
+    expect(Redactor.of([secret]).text(`bytes: ${hex} / ${hex.toUpperCase()}`)).toBe(`bytes: ${REDACTED} / ${REDACTED}`);
+    expect(Redactor.of(["12"]).text("id 3132")).toBe("id 3132");
   });
 
   test("short secrets are blanked however short", () => {

@@ -301,9 +301,14 @@ function matcherOf(secret: string): SecretMatcher {
   // Each list longest first, so a whole "Bearer <token>" goes before its token alone.
   const longestFirst = (list: readonly string[]) => [...new Set(list)].sort((a, b) => b.length - a.length);
   const runs = longestFirst(base64.map((run) => [...run].map((digit, i) => base64DigitPattern(digit, i === 0)).join("")));
-  const formsSource = longestFirst([[...secret].map((ch, i) => charPattern(ch, i === 0)).join(""), ...runs]).join("|");
+  // Hex of its UTF-8 bytes (a server's hex dump of what it received), in either case; from 4 bytes on (8 digits), so
+  // that a short secret's hex does not blank ordinary numbers.
+  const bytes = Buffer.from(secret, "utf8");
+  const hex = bytes.length >= MIN_HEX_BYTES ? [bytes.toString("hex")] : [];
+  const formsSource = longestFirst([[...secret].map((ch, i) => charPattern(ch, i === 0)).join(""), ...runs, ...hex.map(hexDigitsPattern)]).join("|");
   const runsSource = runs.join("|");
-  const plainSource = /[ \r\n]/.test(secret) ? null : longestFirst([secret, ...base64].map(escapeRegExp)).join("|");
+  const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
+  const plainSource = /[ \r\n]/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
     forms: new RegExp(formsSource, "g"),
@@ -417,11 +422,17 @@ function charPattern(ch: string, first = false): string {
 
 const HTML_NAMED: Record<string, string> = { "&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "(?:apos|#39)" };
 
+/** A secret shorter than this (in UTF-8 bytes) has no hex form matched. */
+const MIN_HEX_BYTES = 4;
+
+/** Hex digits as a pattern matching each digit in either case. */
+function hexDigitsPattern(hex: string): string {
+  return [...hex].map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d)).join("");
+}
+
 /** A hex number as a case-insensitive pattern, zero-padded to `width` digits. */
 function hexPattern(n: number, width: number): string {
-  return [...n.toString(16).padStart(width, "0")]
-    .map((d) => (/[a-f]/.test(d) ? `[${d}${d.toUpperCase()}]` : d))
-    .join("");
+  return hexDigitsPattern(n.toString(16).padStart(width, "0"));
 }
 
 /**
