@@ -7,7 +7,7 @@ import type { McpServerConfig } from "../config";
 import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
 import type { Redactor } from "../shared/redact";
 import { CallSecrets } from "./call-secrets";
-import { scrubAcrossTextBlocks, scrubOutcome } from "./scrub-outcome";
+import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
 import { isOwnText, McpToolCallError, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
@@ -269,11 +269,14 @@ function sendToServer(
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
       if (paths && scanner) {
         const changed = changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge()));
+        // Resolved here only when the call changed files (translation resolves it otherwise).
+        const root = changed.length > 0 ? await userDataRoot(paths.userData) : undefined;
         workspace.context = {
           userData: paths.userData,
+          root,
           cwd: server.cwd || paths.workspace,
           // Not listed when the thread's folders are not its own any more (see userDataRoot).
-          changed: changed.length > 0 && (await userDataRoot(paths.userData)) === null ? [] : changed,
+          changed: root === null ? [] : changed,
           // Read when the paths are translated: by then every header the chain passed on is known.
           scrub: (text) => secrets.redactor().text(text),
         };
@@ -434,10 +437,7 @@ export async function runDirectCall(
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome) && nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) {
       throw ownText(new McpToolCallError(tooDeepText(record)));
     }
-    if (!unscrubbed) {
-      const scrubbed = scrubOutcome(outcome, secrets.redactor());
-      return isCommand(scrubbed) || ToolMessage.isInstance(scrubbed) ? scrubbed : scrubAcrossTextBlocks(scrubbed, secrets.redactor());
-    }
+    if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
     unscrubbed(secrets.all());
     return outcome;
   } catch (err) {

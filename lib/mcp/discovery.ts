@@ -200,8 +200,7 @@ export async function discoverServer(
     } catch (err) {
       // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
       // unanswered, an SSE session whose event stream ended: it was closed with it) is re-initialized once, under
-      // the same bound. A 404 to `initialize` itself (a wrong URL) is no
-      // expired session: it is not asked again.
+      // the same bound. A 404 to `initialize` itself (a wrong URL) is no expired session: it is not asked again.
       if (!expired) throw err;
       return await listOnce();
     }

@@ -15,13 +15,15 @@ type CommandArgs = ConstructorParameters<typeof Command>[0];
 type MessageClass = new (fields: Record<string, unknown>) => BaseMessage;
 
 /**
- * A chain outcome with the call's secrets scrubbed: a result, a ToolMessage, or everything a Command carries into
- * state or to a node (every update value, messages of any class at any depth, Send args, resume). Only what holds
+ * A chain outcome with the call's secrets scrubbed: a result (also a secret cut over its text blocks), a ToolMessage,
+ * or everything a Command carries into state or to a node (every update value, messages of any class at any depth,
+ * Send args, resume). Only what holds
  * a secret is rebuilt, with the same class; the rest is returned as it is.
  */
 export function scrubOutcome(outcome: McpCallOutcome, redactor: Redactor): McpCallOutcome {
   if (redactor.isEmpty) return outcome;
-  return scrubValue(outcome, redactor);
+  const scrubbed = scrubValue(outcome, redactor);
+  return isCommand(scrubbed) || BaseMessage.isInstance(scrubbed) ? scrubbed : scrubAcrossTextBlocks(scrubbed, redactor);
 }
 
 function scrubValue<T>(value: T, redactor: Redactor): T {
@@ -127,7 +129,7 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
   const items = Array.isArray(result.content) ? result.content : [];
   const textAt: number[] = [];
   items.forEach((item, i) => item.type === "text" && textAt.push(i));
-  if (textAt.length < 2 || redactor.isEmpty) return result;
+  if (textAt.length < 2) return result;
   const texts = textAt.map((i) => (items[i] as { text: string }).text);
   const whole = texts.join("");
   const scrubbed = redactor.text(whole);

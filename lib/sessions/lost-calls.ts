@@ -201,15 +201,15 @@ export class LostCallWatch {
       const key = id === undefined ? undefined : String(id);
       if (key !== undefined) this.posting.add(key);
       let response: Response;
+      let givenUp = false;
       try {
         response = await base(input, init);
-      } catch (err) {
-        if (key !== undefined) this.givenUpPosting.delete(key);
-        throw err;
       } finally {
-        if (key !== undefined) this.posting.delete(key);
+        if (key !== undefined) {
+          this.posting.delete(key);
+          givenUp = this.givenUpPosting.delete(key);
+        }
       }
-      const givenUp = key !== undefined && this.givenUpPosting.delete(key);
       const type = response.headers.get("content-type")?.toLowerCase();
       if (id === undefined || !response.ok || response.body === null || !type?.includes("text/event-stream")) return response;
       if (givenUp) {

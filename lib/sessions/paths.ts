@@ -9,6 +9,8 @@ import { VIRTUAL_USER_DATA } from "./workspace";
 export interface PathContext {
   /** The thread's `user-data` folder: only files inside it are rewritten. */
   readonly userData: string;
+  /** `userDataRoot(userData)` when the caller already resolved it (`undefined`: not yet). */
+  readonly root?: string | null;
   /** The child's cwd: relative references resolve against it. */
   readonly cwd: string;
   /** Files the call created or modified (absolute); a bare file name is rewritten only when it names exactly one. */
@@ -125,7 +127,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const items = Array.isArray(result.content) ? result.content : [];
   const references = resultReferences(result, keep);
   if (references.size === 0 && ctx.changed.length === 0) return result;
-  const root = await userDataRoot(ctx.userData);
+  const root = ctx.root !== undefined ? ctx.root : await userDataRoot(ctx.userData);
   if (root === null) return result;
   const virtual = new Map<string, string>();
   // A path the call itself wrote is known without the file system, and never counts against the bound.
