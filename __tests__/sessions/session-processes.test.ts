@@ -20,6 +20,13 @@ function wrapped(background: string) {
   return { type: "stdio" as const, command: "sh", args: ["-c", `${background} exec "$0" "$@"`, launch.command, ...launch.args], env: launch.env };
 }
 
+/** The fixture server launched as `env -i PATH=… <its env> sh -c '<background> exec server'`: no process of it is tagged. */
+function clearedEnvironment(background: string) {
+  const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+  const vars = Object.entries({ PATH: process.env.PATH ?? "/usr/bin:/bin", ...launch.env }).map(([k, v]) => `${k}=${v}`);
+  return { type: "stdio" as const, command: "env", args: ["-i", ...vars, "sh", "-c", `${background} exec "$0" "$@"`, launch.command, ...launch.args] };
+}
+
 function killAll(...marks: string[]): void {
   for (const mark of marks) for (const pid of pidsWithMarker(mark)) process.kill(pid, "SIGKILL");
 }
@@ -105,6 +112,30 @@ describe("what a stdio server started ends with its session", () => {
       expect(pidsWithMarker(kept)).toHaveLength(1);
     } finally {
       killAll(respawned, bare, kept);
+    }
+  }, 20_000);
+
+  test("a server launched through `env -i`: what it started ends with its pool, and with a toolkit (discovery's and a thread's)", async () => {
+    const [pooled, kit] = [marker(), marker()];
+    const pool = new SessionPool(new RecordingLogger(), { dataDir: await makeTempDir("tree-cleared-") });
+    const configPath = await writeConfig(await makeTempDir("tree-cleared-cfg-"), {
+      mcpServers: { local: clearedEnvironment(`sleep ${kit} </dev/null >/dev/null 2>&1 &`) },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("tree-cleared-data-") });
+    try {
+      const server = McpServerSchema.parse(clearedEnvironment(`sleep ${pooled} </dev/null >/dev/null 2>&1 &`));
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", "t") });
+      lease.release();
+      const graph = toolNodeGraph(await toolkit.getTools());
+      const message = await callThroughGraph(graph, "local_pid", {}, { context: { user_id: "u" }, configurable: { thread_id: "t" } });
+      expect(message.status).toBe("success");
+      expect(await waitUntil(() => pidsWithMarker(pooled).length === 1 && pidsWithMarker(kit).length === 2)).toBe(true);
+      await Promise.all([pool.close(), toolkit.close()]);
+      expect(alive(lease.session.pid!)).toBe(false);
+      expect([pidsWithMarker(pooled), pidsWithMarker(kit)]).toEqual([[], []]);
+    } finally {
+      await Promise.all([pool.close(), toolkit.close()]);
+      killAll(pooled, kit);
     }
   }, 20_000);
 

@@ -405,7 +405,7 @@ export class SessionPool {
       const close = transport.close.bind(transport);
       let listed: Promise<void> | undefined;
       transport.close = () => {
-        listed ??= child && !hasExited(child) ? taggedProcesses(tag).then((found) => void (entry.members = found), () => undefined) : Promise.resolve();
+        listed ??= child && !hasExited(child) ? taggedProcesses(tag, child.pid).then((found) => void (entry.members = found), () => undefined) : Promise.resolve();
         return listed.then(close);
       };
     }

@@ -127,15 +127,20 @@ function freshScan(): Promise<ProcInfo[]> {
   return next;
 }
 
-/** The processes carrying `tag` and their descendants, except those whose environment names another session. */
-function members(infos: readonly ProcInfo[], tag: string): ProcInfo[] {
+/**
+ * The processes carrying `tag` and their descendants, except those whose environment names another session. `child`
+ * (the pid of the session's child, a process of ours) is a member and a root too: launched through a wrapper that
+ * clears its environment (`env -i …`), it carries no tag, nor does anything it starts.
+ */
+function members(infos: readonly ProcInfo[], tag: string, child?: number): ProcInfo[] {
   const children = new Map<number, ProcInfo[]>();
   for (const info of infos) {
     const list = children.get(info.ppid);
     if (list) list.push(info);
     else children.set(info.ppid, [info]);
   }
-  const found = infos.filter((info) => info.tag === tag);
+  // Our own child is recognised by its parent, this process: a pid the system reused since names another parent.
+  const found = infos.filter((info) => info.tag === tag || (info.pid === child && info.ppid === process.pid));
   const seen = new Set(found.map((info) => info.pid));
   for (let i = 0; i < found.length; i += 1) {
     for (const child of children.get(found[i].pid) ?? []) {
@@ -147,10 +152,10 @@ function members(infos: readonly ProcInfo[], tag: string): ProcInfo[] {
   return found;
 }
 
-/** The processes of the session tagged `tag` now (see the module's comment). */
-export async function taggedProcesses(tag: string): Promise<ProcessRef[]> {
+/** The processes of the session tagged `tag` now (see the module's comment and `members`). */
+export async function taggedProcesses(tag: string, child?: number): Promise<ProcessRef[]> {
   if (process.platform !== "linux") return [];
-  const found = members(await freshScan(), tag).map(({ pid, start }) => ({ pid, start }));
+  const found = members(await freshScan(), tag, child).map(({ pid, start }) => ({ pid, start }));
   // Read again: a pid whose start time moved since its stat was reused, and the environment read may be another's.
   return stillRunning(found);
 }
