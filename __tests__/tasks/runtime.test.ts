@@ -395,6 +395,25 @@ describe("startup rules", () => {
     );
   });
 
+  test("stop() returns once the runtime's own toolkit, replaced by the agent's, has closed its children", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const marker = `handover-${process.pid}-${Date.now()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+    // The server, then 1.5 s of clean-up before its wrapper exits (a server that flushes on shutdown).
+    const configPath = await writeConfig(dir, {
+      mcpServers: { local: { type: "stdio", command: "sh", args: ["-c", '"$@"; sleep 1.5', marker, launch.command, ...launch.args], env: launch.env } },
+    });
+    const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, logger: silentLogger, toolkitOptions: { dataDir: dir } });
+    open.push({ runtime });
+    // A tick ran first: the runtime's own toolkit served a call on a child of its own.
+    await runtime.toolkit.callTool({ server: "local", tool: "pid", args: {}, requestScopedHeaders: false });
+    expect(pidsWithMarker(marker)).toHaveLength(1);
+    const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+    open.push({ toolkit });
+    await runtime.stop();
+    expect(pidsWithMarker(marker)).toEqual([]);
+  }, 20_000);
+
   test("a submit carries the run's request-scoped headers; status polls run with server-level credentials only", async () => {
     const s = await setup(
       baseConfig({

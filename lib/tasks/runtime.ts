@@ -86,6 +86,8 @@ export class TaskRuntime implements ToolkitTaskHooks {
   readonly #ownsStore: boolean;
   #toolkit: McpToolkit | null = null;
   #ownsToolkit = false;
+  /** The close of the runtime's own toolkit, replaced by an agent's: `stop()` waits for it. */
+  #replacedClosing: Promise<void> | null = null;
   #stopped: Promise<void> | null = null;
 
   constructor(
@@ -139,7 +141,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
       // The one it made for its own calls before an agent's toolkit attached (a tick ran first): the agent's takes
       // over, and the calls still running on the old one end with it.
       this.#ownsToolkit = false;
-      void previous.close().catch(() => undefined);
+      this.#replacedClosing = previous.close().catch(() => undefined);
     }
     this.#toolkit = toolkit;
   }
@@ -166,6 +168,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
     this.#stopped ??= (async () => {
       await this.service.stop();
       if (this.#ownsToolkit) await this.#toolkit?.close();
+      await this.#replacedClosing;
       if (this.#ownsStore) await this.store.close();
     })();
     return this.#stopped;
