@@ -4,7 +4,7 @@ import { MAX_TIMER_SECONDS } from "../../lib/shared/timers";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture, type RecordedRequest } from "../fixtures/http-common";
-import { startHttpFixture } from "../fixtures/http-server";
+import { startHttpFixture, type StreamableHttpFixtureOptions } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 
 const CAP = 5;
@@ -120,5 +120,47 @@ describe("live HTTP/SSE sessions per server are capped, least recently used firs
     await Promise.all(evicted.map((id) => streamsClosed(sse, id)));
     expect(sse.activeSessionIds().sort()).toEqual(ids.slice(1).sort());
     expect(sse.openStreams().length).toBe(CAP);
+  });
+});
+
+describe("room is made for a new header set only once its session is up", () => {
+  test("a new user's session that never starts (session_init_timeout) closes no other user's idle session", async () => {
+    // Read at each initialize, so later ones can be made to hang.
+    const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo", "slow"] };
+    const server = await startHttpFixture(options);
+    const configPath = await writeConfig(await makeTempDir("mcp-pool-cap-failed-"), {
+      mcpServers: { remote: { type: "http", url: server.url, session_init_timeout: 0.5, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+    });
+    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), maxHttpSessionsPerServer: 2, httpSessionIdleSeconds: MAX_TIMER_SECONDS });
+    try {
+      const capped = toolNodeGraph(await kit.getTools());
+      const call = (key: string, text: string) => callThroughGraph(capped, "remote_echo", { text }, asUser(key));
+      // Discovery's session and alice's fill the cap.
+      expect((await call("alice-key", "alice-1")).content).toBe("alice-1");
+      const alice = findToolCall(server.requests, "alice-1")!.sessionId!;
+      const initializations = server.initializeCount();
+
+      options.hangOnInitialize = true;
+      const bob = await call("bob-key", "bob-1");
+      expect(bob.status).toBe("error");
+      expect(String(bob.content)).toContain("did not start within 0.5s (session_init_timeout)");
+      options.hangOnInitialize = false;
+
+      expect((await call("alice-key", "alice-2")).content).toBe("alice-2");
+      expect(findToolCall(server.requests, "alice-2")!.sessionId).toBe(alice);
+      expect(server.requests.some((r) => r.method === "DELETE")).toBe(false);
+      expect(server.initializeCount()).toBe(initializations + 1); // bob's, which hung
+
+      // Once a new session is up, the least recently used idle one makes room at once (discovery's), while the new
+      // session's first call still runs.
+      const carol = callThroughGraph(capped, "remote_slow", { ms: 600_000 }, asUser("carol-key"));
+      carol.catch(() => undefined);
+      await server.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true && r.headers["x-api-key"] === "carol-key");
+      await terminated(server, discoverySession(server));
+      expect(server.requests.some(isDelete(alice))).toBe(false);
+    } finally {
+      await kit.close();
+      await server.close();
+    }
   });
 });

@@ -192,18 +192,15 @@ export class SessionPool {
       this.forget(entry);
       entry = undefined;
     }
-    let created = false;
     if (entry) {
       this.markNewest(entry);
     } else {
+      // Room is made (a stdio child evicted, an idle HTTP/SSE session closed) only once the new session is up, in
+      // `connect`: a creation that fails or is cancelled costs no other scope or header set its session.
       entry = this.createEntry(key, serverName, server, opts);
       this.remember(entry);
-      created = true;
     }
     entry.inFlight += 1;
-    // A stdio child is evicted to make room only once the new session is up (in `connect`): a creation that fails
-    // or is cancelled costs no other scope its child.
-    if (created && entry.closesWhenIdle) this.trim(serverName);
     let session = entry.session;
     if (!session) {
       try {
@@ -477,6 +474,8 @@ export class SessionPool {
       // The new session is the most recently used: the bound makes room among the others.
       if (this.entries.get(entry.key) === entry) this.markNewest(entry);
       this.evictStdio();
+    } else if (this.entries.get(entry.key) === entry) {
+      this.trim(serverName);
     }
     return session;
   }
