@@ -252,6 +252,7 @@ function sendToServer(
       try {
         lease = await pool.acquire(request.serverName, server, acquiring);
       } catch (err) {
+        if (pool.isClosed && !signal?.aborted) throw new ToolkitClosedError();
         if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(initTimeoutText(record, err)));
         throw err;
       }
@@ -283,6 +284,8 @@ function sendToServer(
       }
       return result;
     } catch (err) {
+      // The toolkit closed under the call: not the server's doing, and no next call will be served.
+      if (pool.isClosed && !signal?.aborted) throw new ToolkitClosedError();
       // Our deadline, not an outer one that aborted the run.
       if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(timeoutText(record, err)));
       if (!stdio && isExpiredSession(err, lease.session.client.transport)) {

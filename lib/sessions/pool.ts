@@ -158,6 +158,7 @@ export class SessionPool {
   private readonly stdioMaxMessageBytes: number | undefined;
   private readonly deleteTimeoutMs: number;
   private retired = false;
+  private closed = false;
 
   constructor(
     private readonly logger: Logger,
@@ -174,6 +175,11 @@ export class SessionPool {
 
   get isRetired(): boolean {
     return this.retired;
+  }
+
+  /** Closed (its toolkit closed): calls still running on its sessions fail because of that, not of their server. */
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   /** Sessions (and creations) this pool still holds, those draining after their calls and those closing included. */
@@ -498,6 +504,7 @@ export class SessionPool {
   /** Closes every session now, busy or not. */
   async close(): Promise<void> {
     this.retired = true;
+    this.closed = true;
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
     // A closing may start another (a child's exit ends what it started): wait until none is left.
     while (this.closings.size > 0) await Promise.all([...this.closings]);
