@@ -34,12 +34,14 @@ async function discover(page: (cursor: string | undefined) => ToolPage, sessionI
 test("a listing of many pages is read whole, each page under a signal of its own (the SDK leaves a listener on each) and no SDK timeout", async () => {
   const signals: (AbortSignal | undefined)[] = [];
   const timeouts: (number | undefined)[] = [];
-  const listTools = Client.prototype.listTools;
-  const spy = jest.spyOn(Client.prototype, "listTools").mockImplementation(function (this: Client, params, options) {
-    signals.push(options?.signal);
-    timeouts.push(options?.timeout);
-    return listTools.call(this, params, options);
-  });
+  const request = Client.prototype.request;
+  const spy = jest.spyOn(Client.prototype, "request").mockImplementation(function (this: Client, message, schema, options) {
+    if (message.method === "tools/list") {
+      signals.push(options?.signal);
+      timeouts.push(options?.timeout);
+    }
+    return request.call(this, message, schema, options);
+  } as typeof request);
   try {
     const { tools } = await discover((cursor) => {
       const n = cursor === undefined ? 0 : Number(cursor);

@@ -14,6 +14,7 @@ import { isOwnText, McpToolCallError, ownText, systemErrorText, ToolkitClosedErr
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
+import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles } from "../sessions/changes";
 import { isExpiredSession } from "../sessions/expired";
@@ -49,6 +50,8 @@ export interface CallTarget {
    * the new configuration could not be loaded; it throws `ToolkitClosedError` once the toolkit is closed.
    */
   successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig } | "unloadable" | undefined>;
+  /** The output schemas the server's tools declared when listed, checked against each result. */
+  outputs?: OutputSchemas;
 }
 
 export interface CallPathOptions {
@@ -268,6 +271,8 @@ function sendToServer(
     try {
       const before = scanner ? (scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())) : null;
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
+      const broken = target.outputs?.violation(request.toolName, result);
+      if (broken !== undefined) throw new McpToolCallError(`MCP tool '${record.rawName}' on server '${record.server}' failed: ${broken}`);
       if (paths && scanner) {
         const changed = changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge()));
         // Resolved here only when the call changed files (translation resolves it otherwise).

@@ -1,6 +1,6 @@
 import { loadMcpTools } from "@langchain/mcp-adapters";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ToolSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { ListToolsResultSchema, ToolSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { JSONSchema } from "@langchain/core/utils/json_schema";
 import type { McpServerConfig } from "../config";
@@ -90,7 +90,10 @@ function isSchemaError(err: unknown): boolean {
 async function listPage(client: Client, cursor: string | undefined, signal: AbortSignal, listing: ToolListing): Promise<string | undefined> {
   const params = cursor ? { cursor } : {};
   try {
-    const page = await withCallSignal(signal, (own) => client.listTools(params, { signal: own, timeout: MAX_TIMER_MS }));
+    // Not `client.listTools()`: it would arm the SDK's output-schema checks on this one client only (OutputSchemas).
+    const page = await withCallSignal(signal, (own) =>
+      client.request({ method: "tools/list", params }, ListToolsResultSchema, { signal: own, timeout: MAX_TIMER_MS }),
+    );
     listing.tools.push(...page.tools);
     return page.nextCursor;
   } catch (err) {

@@ -39,6 +39,7 @@ import { assignVisibleNames } from "./names";
 import { resolveDataDir, SessionPool, sessionScope } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
+import { OutputSchemas } from "./output-schemas";
 import { checkedTaskServers, quotedNames, type DiscoveredTool, type ToolkitTaskHooks } from "./task-hooks";
 import { McpToolCallError, ownText, ToolkitClosedError } from "../shared/errors";
 import { resolveToolRuntime } from "./runtime";
@@ -182,6 +183,8 @@ interface Generation {
   readonly signature: ConfigSignature | null;
   readonly config: ExtensionsConfig;
   readonly servers: ReadonlyMap<string, ServerEntry>;
+  /** Each discovered server's output schemas, by server name. */
+  readonly outputs: ReadonlyMap<string, OutputSchemas>;
   readonly tools: DynamicStructuredTool[];
   readonly pool: SessionPool;
   readonly custom: CustomInterceptors;
@@ -469,6 +472,7 @@ export class McpToolkit {
       signature: loaded.signature,
       config: loaded.config,
       servers,
+      outputs: new Map(discoveries.map((d) => [d.serverName, new OutputSchemas(d.tools.map((t) => t.definition))])),
       tools,
       pool,
       custom,
@@ -517,6 +521,7 @@ export class McpToolkit {
         server: entry.config,
         ...(call.scope ? { scope: sessionScope(call.scope.userId, call.scope.threadId) } : {}),
         successor: () => this.successor(call.server, entry.config),
+        outputs: generation.outputs.get(call.server),
       },
       { server: call.server, rawName: call.tool, transport: entry.config.type },
       call.args,
@@ -567,7 +572,12 @@ export class McpToolkit {
         resolve(toolErrorOutput(`MCP server '${record.server}' is no longer configured; reload the tools`, visibleName, config)),
       );
     }
-    const target = { pool: generation.pool, server: entry.config, successor: () => this.successor(record.server, entry.config) };
+    const target = {
+      pool: generation.pool,
+      server: entry.config,
+      successor: () => this.successor(record.server, entry.config),
+      outputs: generation.outputs.get(record.server),
+    };
     return runToolCall(target, record, visibleName, args, config, entry.requestScoped);
   }
 
