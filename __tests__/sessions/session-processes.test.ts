@@ -158,7 +158,10 @@ describe("what a stdio server started ends with its session", () => {
           signal: caller.signal,
         });
         acquiring.catch(() => undefined);
-        expect(await waitUntil(() => [started, bare, child].every((m) => pidsWithMarker(m).length === 1))).toBe(true);
+        const counts = () => [started, bare, child].map((m) => pidsWithMarker(m).length);
+        await waitUntil(() => counts().every((n) => n === 1));
+        // The counts themselves, so a failure shows which process was missing or doubled.
+        expect(counts()).toEqual([1, 1, 1]);
         if (how === "its caller gives up") caller.abort(new Error("run cancelled"));
         if (how === "the pool closes") await pool.close();
         await expect(acquiring).rejects.toThrow();
