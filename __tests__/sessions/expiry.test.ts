@@ -256,6 +256,31 @@ describe("an SSE session whose event stream ends (the server expired it or resta
   });
 });
 
+describe("an SSE session whose event stream ends during a tool call", () => {
+  test("the call's ToolMessage says the connection closed and the call was not sent again; the next call works", async () => {
+    const sse = await startSseFixture({ name: "legacy", toolNames: ["echo", "slow"] });
+    const configPath = await writeConfig(await makeTempDir("mcp-sse-ended-"), { mcpServers: { legacy: { type: "sse", url: sse.url } } });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      const running = callThroughGraph(graph, "legacy_slow", { ms: 60_000 });
+      await sse.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      await sse.endStreams();
+      const message = await running;
+      expect([message.status, message.content]).toEqual([
+        "error",
+        "MCP tool 'slow' on server 'legacy' failed: the connection to the server closed before it answered (it ended the session's " +
+          "event stream). The call was not sent again; a new session serves the next call.",
+      ]);
+      expect(sse.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(1);
+      expect((await callThroughGraph(graph, "legacy_echo", { text: "after" })).content).toBe("after");
+    } finally {
+      await toolkit.close();
+      await sse.close();
+    }
+  });
+});
+
 describe("an SSE server whose stream URL redirects (a trailing slash)", () => {
   test("connects through the redirect: the stream watch does not take the followed redirect for a reconnect", async () => {
     const sse = await startSseFixture({ name: "mounted", toolNames: ["echo"], redirectStream: true });

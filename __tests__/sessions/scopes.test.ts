@@ -248,7 +248,10 @@ describe("children that die, calls that fail", () => {
     process.kill(first, "SIGKILL");
     const message = await call.done;
     expect(message.status).toBe("error");
-    expect(String(message.content)).toMatch(/Connection closed/);
+    expect(message.content).toBe(
+      "MCP tool 'ticker' on server 'local' failed: the connection to the server closed before it answered (its process ended or " +
+        "closed its output). The call was not sent again; a new session serves the next call.",
+    );
     const next = await pid(scope("frank", "kill-during"));
     expect(next).not.toBe(first);
     expect(alive(first)).toBe(false);
@@ -265,7 +268,7 @@ describe("children that die, calls that fail", () => {
       const first = await pidOf();
       const message = await callThroughGraph(ownGraph, "mute_close_stdout", {}, scope("gina", "mute"));
       expect(message.status).toBe("error");
-      expect(String(message.content)).toMatch(/Connection closed/);
+      expect(String(message.content)).toMatch(/^MCP tool 'close_stdout' on server 'mute' failed: the connection to the server closed before it answered \(its process ended or closed its output\)/);
       expect(await waitUntil(() => !alive(first))).toBe(true);
       expect(await pidOf()).not.toBe(first);
     } finally {

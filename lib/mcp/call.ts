@@ -17,7 +17,7 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles } from "../sessions/changes";
-import { isExpiredSession } from "../sessions/expired";
+import { isConnectionClosed, isExpiredSession } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -102,6 +102,14 @@ function lostText(record: McpToolRecord): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server ended the call's response stream without ` +
     "an answer (it restarted, expired the session or dropped the call). The call was not sent again; a new session serves the next call."
+  );
+}
+
+function closedText(record: McpToolRecord, stdio: boolean): string {
+  const how = stdio ? "its process ended or closed its output" : "it ended the session's event stream";
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' failed: the connection to the server closed before it answered ` +
+    `(${how}). The call was not sent again; a new session serves the next call.`
   );
 }
 
@@ -297,6 +305,12 @@ function sendToServer(
         // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(expiredText(record)));
+      }
+      if (isConnectionClosed(err)) {
+        // Not the toolkit's close (above): the child exited, or the server ended an SSE session's stream. The pool
+        // dropped the session as it closed; dropped here too should its close not have been reported yet.
+        pool.invalidate(lease.session);
+        throw ownText(new McpToolCallError(closedText(record, stdio)));
       }
       if (!stdio && isLostCall(err)) {
         // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
