@@ -49,7 +49,7 @@ export interface CallTarget {
    * pool and config of the server, `undefined` when the server is gone or connects differently now, "unloadable" when
    * the new configuration could not be loaded; it throws `ToolkitClosedError` once the toolkit is closed.
    */
-  successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig } | "unloadable" | undefined>;
+  successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig; outputs?: OutputSchemas } | "unloadable" | undefined>;
   /** The output schemas the server's tools declared when listed, checked against each result. */
   outputs?: OutputSchemas;
 }
@@ -111,6 +111,17 @@ function closedText(record: McpToolRecord, stdio: boolean): string {
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the connection to the server closed before it answered ` +
     `(${how}). The call was not sent again; a new session serves the next call.`
   );
+}
+
+const VIOLATION_MAX_CHARS = 300;
+
+/**
+ * A result that breaks its tool's output schema. The validator's reason quotes the result's keys as JSON pointers
+ * (`~1` for `/`, `~0` for `~`): read back before scrubbing, so a key quoting a secret is matched, and bounded after.
+ */
+function violationText(record: McpToolRecord, reason: string, redactor: Redactor): string {
+  const keys = reason.replace(/~1/g, "/").replace(/~0/g, "~");
+  return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(redactor.text(keys), VIOLATION_MAX_CHARS)}`;
 }
 
 function reconfiguredText(record: McpToolRecord): string {
@@ -239,13 +250,13 @@ function sendToServer(
   workspace: CallWorkspace,
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
-    let { server, pool } = target;
+    let { server, pool, outputs } = target;
     if (pool.isRetired && target.successor) {
       // The tools reloaded while the interceptors ran: nothing was sent yet, so the call may go to the new sessions.
       const next = await target.successor();
       if (next === "unloadable") throw ownText(new McpToolCallError(unloadableText(record)));
       if (!next) throw ownText(new McpToolCallError(reconfiguredText(record)));
-      ({ server, pool } = next);
+      ({ server, pool, outputs } = next);
     }
     secrets.noteHeaders(request.headers);
     const headers = sendableHeaders(request.serverName, request.headers);
@@ -279,8 +290,8 @@ function sendToServer(
     try {
       const before = scanner ? (scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())) : null;
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
-      const broken = target.outputs?.violation(request.toolName, result);
-      if (broken !== undefined) throw new McpToolCallError(`MCP tool '${record.rawName}' on server '${record.server}' failed: ${broken}`);
+      const broken = outputs?.violation(request.toolName, result);
+      if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
       if (paths && scanner) {
         const changed = changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge()));
         // Resolved here only when the call changed files (translation resolves it otherwise).

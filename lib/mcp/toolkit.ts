@@ -336,7 +336,7 @@ export class McpToolkit {
   private async successor(
     serverName: string,
     server: McpServerConfig,
-  ): Promise<{ pool: SessionPool; server: McpServerConfig } | "unloadable" | undefined> {
+  ): Promise<{ pool: SessionPool; server: McpServerConfig; outputs?: OutputSchemas } | "unloadable" | undefined> {
     if (this.closed) throw new ToolkitClosedError();
     let generation: Generation;
     try {
@@ -348,7 +348,8 @@ export class McpToolkit {
     }
     if (blockedBy(generation, serverName)) return undefined;
     const entry = generation.servers.get(serverName);
-    return entry && sameConnection(entry.config, server) ? { pool: generation.pool, server: entry.config } : undefined;
+    if (!entry || !sameConnection(entry.config, server)) return undefined;
+    return { pool: generation.pool, server: entry.config, outputs: generation.outputs.get(serverName) };
   }
 
   private ensureLoaded(): Promise<Generation> {
