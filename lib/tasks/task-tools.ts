@@ -18,7 +18,7 @@ import {
   type McpToolRecord,
   type TaskToolsInput,
 } from "../mcp";
-import { isOwnText } from "../shared/errors";
+import { isOwnText, ToolkitClosedError } from "../shared/errors";
 import { runThreadId, runUserId, unusableRunIdField, unusableRunIdText } from "../shared/identity";
 import type { Logger } from "../shared/logger";
 import { boundText } from "../shared/text";
@@ -174,7 +174,9 @@ export class TaskToolWrapper {
       });
       task = await this.submitter.submit(ORDINARY_MCP_TASK_DRIVER, request, { signal: runtime?.signal, runtime });
     } catch (err) {
-      if (runtime?.signal?.aborted) throw err;
+      // A closed toolkit ends the run as it does for any tool: the submit may have reached the server, so no text
+      // may say that nothing runs there.
+      if (runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
       return answer(submitFailureText(err, shownName, this.logger), "error");
     }
     const submitted: SubmittedTask = {
