@@ -483,6 +483,41 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(`still at ${V}/workspace/kept/data.csv`);
     expect(message.artifact).toBeUndefined();
   });
+
+  const inThread = (thread: string) => ({ context: { user_id: "u" }, configurable: { thread_id: thread } });
+  const hostWorkspace = (thread: string) => path.join(dataDir, "threads", thread, "user-data", "workspace");
+
+  test("a path in JSON-encoded text, followed by an escape (\\n) or an escaped quote, is shown as /mnt/user-data/…", async () => {
+    const host = path.join(hostWorkspace("json-text"), "out", "report.txt");
+    // What many servers answer: JSON.stringify of their result object, as text.
+    const say = JSON.stringify({ log: `saved ${host}\ndone`, note: `written to "${host}"` });
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out/report.txt", content: "x", say }, inThread("json-text"));
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.txt`] });
+    expect(message.content).toBe(JSON.stringify({ log: `saved ${V}/workspace/out/report.txt\ndone`, note: `written to "${V}/workspace/out/report.txt"` }));
+  });
+
+  test.each(["it's.txt", "notes(v2)", "draft.", "sub/x y.txt"])("a structuredContent value that is one whole path (%s) is shown as /mnt/user-data/…", async (name) => {
+    const message = await callThroughGraph(graph, "local_write_file", { path: name, content: "x", structured: true, say: "" }, inThread("whole"));
+    const artifact = message.artifact as { structuredContent: { path: string; files: { path: string }[] }; workspace_changes: string[] };
+    expect(artifact.workspace_changes).toEqual([`${V}/workspace/${name}`]);
+    expect([artifact.structuredContent.path, artifact.structuredContent.files[0].path]).toEqual([`${V}/workspace/${name}`, `${V}/workspace/${name}`]);
+    expect(JSON.stringify(message.content)).not.toContain(dataDir);
+  });
+
+  test("a name that is a segment of a Windows or scp path is not a bare name", async () => {
+    const say = "copied report.txt to C:\\backup\\report.txt, \\\\server\\share\\report.txt and host:report.txt";
+    const message = await callThroughGraph(graph, "local_write_file", { path: "report.txt", content: "x", say }, inThread("windows"));
+    expect(message.content).toBe(`copied ${V}/workspace/report.txt to C:\\backup\\report.txt, \\\\server\\share\\report.txt and host:report.txt`);
+  });
+
+  test("a large result with a run of millions of name characters and one character above U+00FF is translated, not failed", async () => {
+    // A 2.4 MB binary as hex and a check mark: one unbounded regexp run over it overflowed V8's regexp stack.
+    const say = `✓ wrote out.bin ${"0123456789abcdef".repeat(300_000)}`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out.bin", content: "x", say }, inThread("hex-run"));
+    expect(message.status).toBe("success");
+    expect(String(message.content).startsWith(`✓ wrote ${V}/workspace/out.bin 0123456789abcdef0123456789`)).toBe(true);
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out.bin`] });
+  });
 });
 
 describe("a durable task's calls in its thread", () => {

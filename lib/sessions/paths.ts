@@ -112,6 +112,21 @@ function isWhitespace(code: number): boolean {
 const TRAILING = /[.,;:!?()[\]{}>"'`\p{Pe}\p{Pf}。，、；：！？…]+$/u;
 /** A compiler-style position after a path (`report.txt:12:3`): tried without it when the whole does not resolve. */
 const LINE_SUFFIX = /:\d+(?::\d+)?$/;
+/**
+ * A JSON string escape a path runs into in JSON-encoded text (`report.txt\ndone`, `report.txt\"`, which a closing quote
+ * leaves as `report.txt\`): tried without it, and all after it, when the whole does not resolve.
+ */
+const ESCAPED_TAIL = /\\(?:[nrtbf"\\/]|u[0-9a-fA-F]{4}|$)[^]*$/;
+
+/** The shorter forms of a reference tried when it does not resolve as it is, each a prefix of it, longest first. */
+function shorterForms(reference: string): string[] {
+  const forms: string[] = [];
+  const unescaped = reference.replace(ESCAPED_TAIL, "");
+  for (const form of [unescaped, reference.replace(LINE_SUFFIX, ""), unescaped.replace(LINE_SUFFIX, "")]) {
+    if (form !== reference && form !== "" && !forms.includes(form)) forms.push(form);
+  }
+  return forms.sort((a, b) => b.length - a.length);
+}
 /** At most this many distinct references are resolved per result. */
 const MAX_REFERENCES = 256;
 
@@ -272,19 +287,20 @@ function collectReferences(text: string, into: Set<string>): void {
   forEachPathToken(text, (start, end) =>
     forEachMatch(text.slice(start, end), (reference) => {
       into.add(reference);
-      const lineless = reference.replace(LINE_SUFFIX, "");
-      if (lineless !== reference) into.add(lineless);
+      for (const form of shorterForms(reference)) into.add(form);
     }),
   );
 }
 
 /**
- * A `structuredContent` string that is one whole path (`/data/My Reports/q1.csv`): a value there is a path as it
- * stands, spaces and all, where free text would be cut at them. `undefined` when the string is not shaped like one.
+ * A `structuredContent` string that is one whole path (`/data/My Reports/q1.csv`, `./it's.txt`, `/w/notes(v2)`): a
+ * value there is a path as it stands, spaces, quotes and brackets included, where free text would be cut at them or
+ * lose them as punctuation. `undefined` when the string is not shaped like one (one line, from `/`, `./`, `../` or
+ * `file://`).
  */
 function wholeReference(text: string): string | undefined {
   const trimmed = text.trim();
-  if (trimmed.length > MAX_TOKEN_CHARS || !/\s/.test(trimmed) || /[\n\r]/.test(trimmed)) return undefined;
+  if (trimmed.length > MAX_TOKEN_CHARS || /[\n\r]/.test(trimmed)) return undefined;
   return isFileUrl(trimmed) || /^\.{0,2}\//.test(trimmed) ? trimmed : undefined;
 }
 
@@ -351,8 +367,13 @@ async function uniqueChangedNames(
   return unique;
 }
 
-/** A run of name characters: a bare name starts where one starts (see `bareNamePattern`). */
-const NAME_RUN = new RegExp(`[${WORD}.-]+`, "gu");
+/**
+ * A run of name characters: a bare name starts where one starts (see `bareNamePattern`). Matched in pieces of at most
+ * `MAX_NAME_RUN` characters: an unbounded run overflows V8's regexp stack on a few million of them (a hex dump) once the
+ * text holds any character above U+00FF; a piece that starts inside a longer run is only a candidate the pattern refuses.
+ */
+const MAX_NAME_RUN = 4096;
+const NAME_RUN = new RegExp(`[${WORD}.-]{1,${MAX_NAME_RUN}}`, "gu");
 const NAME_CHARS = new RegExp(`^[${WORD}.-]+$`, "u");
 /** How much text, all names together, is searched for names with other characters (a space, `+`): beyond, none is. */
 const OTHER_NAMES_SEARCH_CHARS = 16 * 1024 * 1024;
@@ -406,7 +427,8 @@ function bareNamePattern(bareNames: ReadonlyMap<string, string>): BareNamePatter
   if (bareNames.size === 0) return undefined;
   const names = [...bareNames.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
   return {
-    pattern: new RegExp(`(?<![${WORD}./-])(?:${names.join("|")})(?!(?:[${WORD}/-]|\\.[${WORD}]))`, "gu"),
+    // Not a segment of a Windows path (`C:\\backup\\report.txt`) or an scp one (`host:report.txt`) either.
+    pattern: new RegExp(`(?<![${WORD}./\\\\:-])(?:${names.join("|")})(?!(?:[${WORD}/\\\\-]|\\.[${WORD}]))`, "gu"),
     mapped: bareNames,
   };
 }
@@ -440,9 +462,11 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
       forEachMatch(text.slice(start, end), (whole, at) => {
         let reference = whole;
         let mapped = virtual.get(reference);
-        if (mapped === undefined) {
-          reference = whole.replace(LINE_SUFFIX, "");
-          mapped = reference === whole ? undefined : virtual.get(reference);
+        for (const form of mapped === undefined ? shorterForms(whole) : []) {
+          mapped = virtual.get(form);
+          if (mapped === undefined) continue;
+          reference = form;
+          break;
         }
         if (mapped === undefined) return;
         copyTo(start + at);
