@@ -127,10 +127,11 @@ function isUpdatePair(item: unknown): item is [string, unknown] {
  */
 export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor): CallToolResult {
   const items = Array.isArray(result.content) ? result.content : [];
+  // Every block the ToolMessage shows as text: text blocks and embedded text resources.
   const textAt: number[] = [];
-  items.forEach((item, i) => item.type === "text" && textAt.push(i));
+  items.forEach((item, i) => textOf(item) !== undefined && textAt.push(i));
   if (textAt.length < 2) return result;
-  const texts = textAt.map((i) => (items[i] as { text: string }).text);
+  const texts = textAt.map((i) => textOf(items[i])!);
   const whole = texts.join("");
   const scrubbed = redactor.text(whole);
   if (scrubbed === whole) return result;
@@ -162,9 +163,22 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
     if (end > from && start < to) {
       const kept = text.slice(0, Math.max(0, from - start)) + (marked ? "" : REDACTED) + text.slice(Math.min(text.length, to - start));
       marked = true;
-      content[textAt[k]] = { ...(items[textAt[k]] as { type: "text"; text: string }), text: kept };
+      content[textAt[k]] = withText(items[textAt[k]], kept);
     }
     start = end;
   });
   return { ...result, content };
+}
+
+type ContentBlock = CallToolResult["content"][number];
+
+function textOf(item: ContentBlock): string | undefined {
+  if (item.type === "text") return item.text;
+  if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") return item.resource.text;
+  return undefined;
+}
+
+function withText(item: ContentBlock, text: string): ContentBlock {
+  if (item.type === "resource") return { ...item, resource: { ...item.resource, text } } as ContentBlock;
+  return { ...item, text } as ContentBlock;
 }
