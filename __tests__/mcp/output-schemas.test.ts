@@ -103,8 +103,8 @@ describe("whose schema a result is checked against", () => {
     opened.push(kit);
     return kit;
   }
-  async function serving(tools: () => Tool[], answer: () => ReturnType<typeof answering>): Promise<ListingServer> {
-    const listing = await startListingServer(() => ({ tools: tools() }), answer);
+  async function serving(tools: () => Tool[], answer: (name: string) => ReturnType<typeof answering>): Promise<ListingServer> {
+    const listing = await startListingServer(() => ({ tools: tools() }), (name) => answer(name));
     opened.push(listing);
     return listing;
   }
@@ -125,6 +125,28 @@ describe("whose schema a result is checked against", () => {
     await kit.reset();
     const message = await callThroughGraph(toolNodeGraph(await kit.getTools()), "b_count", {});
     expect([message.status, message.content]).toEqual(["success", '{"s":"x"}']);
+  });
+
+  test("its own: two tools of one server whose schemas share an $id", async () => {
+    const id = "https://example.test/schemas/shared.json";
+    const both = await serving(
+      () => [tool("first", { $id: id, ...numbered }), tool("second", { $id: id, ...named })],
+      (name) => (name === "first" ? answering({ n: 1 }) : answering({ s: "x" })),
+    );
+    const kit = await kitFor({ s: { type: "http", url: both.url } });
+    const graph = toolNodeGraph(await kit.getTools());
+    expect((await callThroughGraph(graph, "s_first", {})).status).toBe("success");
+    expect((await callThroughGraph(graph, "s_second", {})).status).toBe("success");
+  });
+
+  test("the one the server declared, not the definition shown (scrubbed of a header value that is a word of it)", async () => {
+    const job = await serving(() => [tool("job", { type: "object", properties: { status: { type: "string" } }, required: ["status"] })], () =>
+      answering({ status: "done" }),
+    );
+    const kit = await kitFor({ s: { type: "http", url: job.url, headers: { "X-Region": "us" } } });
+    const message = await callThroughGraph(toolNodeGraph(await kit.getTools()), "s_job", {});
+    // The text shown is scrubbed as ever ("us" is a credential here); the check read the schema as declared.
+    expect([message.status, message.content]).toEqual(["success", '{"stat[redacted]":"done"}']);
   });
 
   test("the first definition's, for a name listed twice (the first has none)", async () => {

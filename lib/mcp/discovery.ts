@@ -16,7 +16,10 @@ import { boundText, escapeControls } from "../shared/text";
 import { shownToolName } from "./names";
 
 export interface DiscoveredTool {
+  /** As listed, scrubbed of the server's secrets (a definition is shown to the model). */
   definition: Tool;
+  /** The output schema as listed, not scrubbed (a header value can be a word of it): checked against results, never shown. */
+  outputSchema?: Tool["outputSchema"];
   /** The input schema simplified for chat models (refs resolved, combinators merged). */
   inputSchema: JSONSchema;
 }
@@ -214,6 +217,7 @@ export async function discoverServer(
   return definitions.map((definition, i) => ({
     definition,
     inputSchema: schemas[i] ?? (definition.inputSchema as JSONSchema),
+    ...(listed.tools[i].outputSchema ? { outputSchema: listed.tools[i].outputSchema } : {}),
   }));
 }
 

@@ -6,16 +6,16 @@ import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/
  * The output schemas a server's tools declared when they were listed, checked against every result as the SDK's
  * `Client.callTool` checks them, but on every session alike: the SDK checks only on the client that ran `tools/list`
  * (here, discovery's session), so the same result failed on one header set's session and passed on another's.
- * A schema is compiled on its tool's first call, by a compiler of this server's own (the SDK's reuses the first
- * schema compiled under an `$id` for every later one, another server's or an older generation's); one that does
- * not compile is not checked.
+ * A schema is compiled on its tool's first call, by a compiler of its own (the SDK's reuses the first schema compiled
+ * under an `$id` for every later one: another tool's, another server's, an older generation's); one that does not
+ * compile is not checked.
  */
 export class OutputSchemas {
   private readonly schemas = new Map<string, JsonSchemaType | undefined>();
   private readonly compiled = new Map<string, JsonSchemaValidator<unknown> | null>();
-  private compiler: AjvJsonSchemaValidator | undefined;
 
-  constructor(tools: readonly Tool[]) {
+  /** `tools`: each listed tool's name and output schema as the server listed it (not scrubbed). */
+  constructor(tools: readonly Pick<Tool, "name" | "outputSchema">[]) {
     // A name listed twice keeps its first definition, as the tool does, with or without a schema.
     for (const tool of tools) if (!this.schemas.has(tool.name)) this.schemas.set(tool.name, tool.outputSchema as JsonSchemaType | undefined);
   }
@@ -40,7 +40,8 @@ export class OutputSchemas {
     const schema = this.schemas.get(name);
     if (schema === undefined) return undefined;
     try {
-      check = (this.compiler ??= new AjvJsonSchemaValidator()).getValidator<unknown>(schema);
+      // A compiler per schema: the SDK's hands back the first schema it compiled under an `$id` for every later one.
+      check = new AjvJsonSchemaValidator().getValidator<unknown>(schema);
     } catch {
       check = null;
     }

@@ -473,7 +473,7 @@ export class McpToolkit {
       signature: loaded.signature,
       config: loaded.config,
       servers,
-      outputs: new Map(discoveries.map((d) => [d.serverName, new OutputSchemas(d.tools.map((t) => t.definition))])),
+      outputs: new Map(discoveries.map((d) => [d.serverName, new OutputSchemas(d.tools.map((t) => ({ name: t.definition.name, outputSchema: t.outputSchema })))])),
       tools,
       pool,
       custom,
