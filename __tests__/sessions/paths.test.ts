@@ -178,7 +178,8 @@ describe("path translation", () => {
   test("a call that changed 20,000 files costs a lookup per name, not a file-system call and a scan of the text", async () => {
     const changed = [...Array.from({ length: 20_000 }, (_, i) => `gen/part-${i}.bin`), "report.txt"];
     expect(await text("extracted; see report.txt", changed)).toBe(`extracted; see ${V}/workspace/report.txt`);
-    // Only a name the text holds is resolved (each resolved name's path is checked against the redaction).
+    // Only a name the text holds is resolved (each resolved name's path is checked against the redaction, and so is
+    // the text it was written into).
     const scrubbed: string[] = [];
     const ctx = { ...context([...Array.from({ length: 300 }, (_, i) => `many/f${String(i).padStart(3, "0")}.txt`), "report.txt"]) };
     const result = await translateResultPaths(
@@ -186,7 +187,7 @@ describe("path translation", () => {
       { ...ctx, scrub: (value) => (scrubbed.push(value), value) },
     );
     expect((result.content[0] as { text: string }).text).toBe(`see ${V}/workspace/report.txt`);
-    expect(scrubbed).toEqual([`${V}/workspace/report.txt`]);
+    expect(scrubbed).toEqual([`${V}/workspace/report.txt`, `see ${V}/workspace/report.txt`]);
   });
 
   test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {
@@ -230,15 +231,18 @@ describe("path translation", () => {
       none: null,
     });
     // A value that is one whole path is read whole, spaces and all; in free text a space still ends a path.
+    // A file:// URL with a query keeps it: left to the free-text rules, which cut the path at `?`.
     const spaced = {
       whole: ` ${workspace}/final report.txt `,
       file: pathToFileURL(path.join(workspace, "my file.txt")).href.replace("%20", " "),
       text: `see ${workspace}/final report.txt`,
+      query: `${pathToFileURL(path.join(workspace, "report.txt")).href}?version=2`,
     };
     expect((await translateResultPaths({ content: [], structuredContent: spaced }, context())).structuredContent).toEqual({
       whole: ` ${V}/workspace/final report.txt `,
       file: `${V}/workspace/my file.txt`,
       text: `see ${workspace}/final report.txt`,
+      query: `${V}/workspace/report.txt?version=2`,
     });
     // A key "__proto__" (JSON.parse makes it an own key) stays a key of the copy.
     const withProto = JSON.parse(`{"__proto__":{"k":"v"},"p":"${workspace}/report.txt"}`) as Record<string, unknown>;
@@ -494,6 +498,25 @@ describe("through a stdio tool in a ToolNode", () => {
     const message = await callThroughGraph(graph, "local_write_file", { path: "out/report.txt", content: "x", say }, inThread("json-text"));
     expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.txt`] });
     expect(message.content).toBe(JSON.stringify({ log: `saved ${V}/workspace/out/report.txt\ndone`, note: `written to "${V}/workspace/out/report.txt"` }));
+  });
+
+  test("a bare name in JSON-encoded text, followed by an escape (\\n) or an escaped quote, is rewritten", async () => {
+    const say = JSON.stringify({ log: "saved report.txt\nall done", note: 'wrote "report.txt"' });
+    const message = await callThroughGraph(graph, "local_write_file", { path: "report.txt", content: "x", say }, inThread("json-bare"));
+    expect(message.content).toBe(JSON.stringify({ log: `saved ${V}/workspace/report.txt\nall done`, note: `wrote "${V}/workspace/report.txt"` }));
+  });
+
+  test("a rewrite that would make up a secret with the text around it is not made (a link's target name, then an escape)", async () => {
+    const secret = "sk-live-9f8e7d6c5b4a";
+    const head = secret.slice(0, 12);
+    // The rest of the secret, its first character JSON-escaped.
+    const tail = `\\u${secret.charCodeAt(12).toString(16).padStart(4, "0")}${secret.slice(13)}`;
+    const run = { context: { user_id: "u", secrets: { api_key: secret } }, configurable: { thread_id: "joined" } };
+    await callThroughGraph(graph, "local_write_file", { path: head, content: "x", say: "ok" }, run);
+    // A link to that file, as a tool of the thread can plant one.
+    await symlink(path.join(hostWorkspace("joined"), head), path.join(hostWorkspace("joined"), "x"));
+    const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/y", content: "x", say: `see ./x${tail}` }, run);
+    expect(message.content).toBe(`see ./x${tail}`);
   });
 
   test.each(["it's.txt", "notes(v2)", "draft.", "sub/x y.txt"])("a structuredContent value that is one whole path (%s) is shown as /mnt/user-data/…", async (name) => {

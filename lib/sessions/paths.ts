@@ -117,6 +117,8 @@ const LINE_SUFFIX = /:\d+(?::\d+)?$/;
  * leaves as `report.txt\`): tried without it, and all after it, when the whole does not resolve.
  */
 const ESCAPED_TAIL = /\\(?:[nrtbf"\\/]|u[0-9a-fA-F]{4}|$)[^]*$/;
+/** What follows the backslash of a JSON escape, but an escaped backslash (in a Windows path, a segment separator). */
+const JSON_ESCAPE = String.raw`[nrtbf"/]|u[0-9a-fA-F]{4}`;
 
 /** The shorter forms of a reference tried when it does not resolve as it is, each a prefix of it, longest first. */
 function shorterForms(reference: string): string[] {
@@ -162,7 +164,10 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const bareNames = await uniqueChangedNames(ctx.changed, freeTexts(items), root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
-  const rewrite = (text: string) => rewriteText(text, virtual, pattern);
+  // A rewrite is kept only if it holds no secret: a virtual path next to the text around it (a link's target name, then
+  // a JSON escape the reference ran into) could make one up that neither held alone. The text was scrubbed already.
+  const safe = (text: string, rewritten: string) => (rewritten === text || ctx.scrub(rewritten) !== rewritten ? text : rewritten);
+  const rewrite = (text: string) => safe(text, rewriteText(text, virtual, pattern));
   const content = items.map((item): Content => {
     if (item.type === "text") return { ...item, text: rewrite(item.text) };
     if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
@@ -173,7 +178,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   });
   // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual), keep)
+    ? mapStrings(result.structuredContent, (text) => safe(text, rewriteValue(text, virtual)), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
@@ -301,7 +306,9 @@ function collectReferences(text: string, into: Set<string>): void {
 function wholeReference(text: string): string | undefined {
   const trimmed = text.trim();
   if (trimmed.length > MAX_TOKEN_CHARS || /[\n\r]/.test(trimmed)) return undefined;
-  return isFileUrl(trimmed) || /^\.{0,2}\//.test(trimmed) ? trimmed : undefined;
+  // A `file://` URL with a query or fragment is left to the free-text rules, which keep them after the path.
+  if (isFileUrl(trimmed)) return /[?#]/.test(trimmed) ? undefined : trimmed;
+  return /^\.{0,2}\//.test(trimmed) ? trimmed : undefined;
 }
 
 /** The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path), else `null`. */
@@ -428,7 +435,11 @@ function bareNamePattern(bareNames: ReadonlyMap<string, string>): BareNamePatter
   const names = [...bareNames.keys()].sort((a, b) => b.length - a.length).map(escapeRegExp);
   return {
     // Not a segment of a Windows path (`C:\\backup\\report.txt`) or an scp one (`host:report.txt`) either.
-    pattern: new RegExp(`(?<![${WORD}./\\\\:-])(?:${names.join("|")})(?!(?:[${WORD}/\\\\-]|\\.[${WORD}]))`, "gu"),
+    // A backslash after it that starts a JSON escape (`report.txt\\n…`, `report.txt\\"`) is no segment separator.
+    pattern: new RegExp(
+      `(?<![${WORD}./\\\\:-])(?:${names.join("|")})(?!(?:[${WORD}/-]|\\\\(?!${JSON_ESCAPE})|\\.[${WORD}]))`,
+      "gu",
+    ),
     mapped: bareNames,
   };
 }
