@@ -1,5 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
+import { inspect } from "node:util";
 import { Worker } from "node:worker_threads";
 import { TSX_CJS_REGISTER } from "../fixtures/stdio";
 import { headerSecrets, recordSecrets, Redactor, REDACTED } from "../../lib/shared";
@@ -29,6 +30,13 @@ describe("Redactor", () => {
   test.each(Object.entries(forms(SECRET)))("blanks the %s form of a secret", (_name, form) => {
     const out = Redactor.of([SECRET]).text(`before ${form} after`);
     expect(out).toBe(`before ${REDACTED} after`);
+  });
+
+  test("blanks a secret with control characters as Node's util.inspect and Python's repr quote it (\\x00, \\x1f)", () => {
+    const secret = "tok\u0000en\u001f-7Hq2";
+    for (const shown of [inspect(secret), "'tok\\x00en\\x1f-7Hq2'"]) {
+      expect(Redactor.of([secret]).text(`Received ${shown}`)).toBe(`Received '${REDACTED}'`);
+    }
   });
 
   test.each([0, 1, 2, 3, 4, 5])("blanks a base64 echo with the secret at byte offset %i, in both alphabets", (offset) => {
