@@ -271,55 +271,56 @@ describe("a reload that fails", () => {
 });
 
 describe("close() with a call already sent or waiting for its session", () => {
+  /** Starts `call` on the toolkit's one tool, closes the toolkit once `started` settles, and expects ToolkitClosedError. */
+  async function closedUnder(
+    server: HttpFixture,
+    mcpServer: Record<string, unknown>,
+    call: (tool: DynamicStructuredTool) => { done: Promise<unknown>; started: Promise<unknown> },
+  ): Promise<void> {
+    const configPath = await writeConfig(await makeTempDir("mcp-close-running-"), { mcpServers: { s: mcpServer } });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-close-running-data-") });
+    try {
+      const [tool] = await toolkit.getTools();
+      const { done, started } = call(tool);
+      done.catch(() => undefined);
+      await started;
+      await toolkit.close();
+      await expect(done).rejects.toBeInstanceOf(ToolkitClosedError);
+    } finally {
+      await toolkit.close();
+      await server.close();
+    }
+  }
+
   test.each(["http", "stdio"] as const)(
     "%s: a running call rejects with ToolkitClosedError, not a text blaming the server or promising a next session",
     async (type) => {
       const server = await startHttpFixture({ name: "remote", toolNames: ["ticker"] });
       const launch = stdioFixture({ name: "local", toolNames: ["ticker"] });
-      const config = type === "http" ? { type, url: server.url } : { type, ...launch };
-      const configPath = await writeConfig(await makeTempDir("mcp-close-running-"), { mcpServers: { s: config } });
-      const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-close-running-data-") });
-      try {
-        const [ticker] = await toolkit.getTools();
+      await closedUnder(server, type === "http" ? { type, url: server.url } : { type, ...launch }, (ticker) => {
         let ticked!: () => void;
-        const running = new Promise<void>((resolve) => (ticked = resolve));
-        const call = ticker.invoke(
+        const started = new Promise<void>((resolve) => (ticked = resolve));
+        const done = ticker.invoke(
           { type: "tool_call", id: "tick-1", name: ticker.name, args: { intervalMs: 10, durationMs: 600_000 } },
           { context: { user_id: "u" }, configurable: { thread_id: "t" }, writer: () => ticked() } as Record<string, unknown>,
         );
-        call.catch(() => undefined);
-        await running;
-        await toolkit.close();
-        await expect(call).rejects.toBeInstanceOf(ToolkitClosedError);
-      } finally {
-        await toolkit.close();
-        await server.close();
-      }
+        return { done, started };
+      });
     },
   );
 
   test("a call waiting for its new session to start rejects with ToolkitClosedError", async () => {
     const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
     const server = await startHttpFixture(options);
-    const configPath = await writeConfig(await makeTempDir("mcp-close-starting-"), {
-      mcpServers: { s: { type: "http", url: server.url, session_init_timeout: null, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
-    });
-    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    try {
-      const [echo] = await toolkit.getTools();
+    const perUser = { type: "http", url: server.url, session_init_timeout: null, headers_from_context: { headers: { "X-Api-Key": "api_key" } } };
+    await closedUnder(server, perUser, (echo) => {
       // Discovery's session is up; the user's header set needs a session of its own, whose initialize hangs.
       options.hangOnInitialize = true;
-      const initializing = server.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
-      const call = echo.invoke({ type: "tool_call", id: "e-1", name: echo.name, args: { text: "x" } }, {
+      const started = server.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
+      const done = echo.invoke({ type: "tool_call", id: "e-1", name: echo.name, args: { text: "x" } }, {
         context: { secrets: { api_key: "k-1" } },
       } as Record<string, unknown>);
-      call.catch(() => undefined);
-      await initializing;
-      await toolkit.close();
-      await expect(call).rejects.toBeInstanceOf(ToolkitClosedError);
-    } finally {
-      await toolkit.close();
-      await server.close();
-    }
+      return { done, started };
+    });
   });
 });
