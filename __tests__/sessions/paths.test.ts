@@ -178,8 +178,7 @@ describe("path translation", () => {
   test("a call that changed 20,000 files costs a lookup per name, not a file-system call and a scan of the text", async () => {
     const changed = [...Array.from({ length: 20_000 }, (_, i) => `gen/part-${i}.bin`), "report.txt"];
     expect(await text("extracted; see report.txt", changed)).toBe(`extracted; see ${V}/workspace/report.txt`);
-    // Only a name the text holds is resolved (each resolved name's path is checked against the redaction, and so is
-    // the text it was written into).
+    // Only a name the text holds is resolved (each resolved name's path is checked against the redaction).
     const scrubbed: string[] = [];
     const ctx = { ...context([...Array.from({ length: 300 }, (_, i) => `many/f${String(i).padStart(3, "0")}.txt`), "report.txt"]) };
     const result = await translateResultPaths(
@@ -187,7 +186,7 @@ describe("path translation", () => {
       { ...ctx, scrub: (value) => (scrubbed.push(value), value) },
     );
     expect((result.content[0] as { text: string }).text).toBe(`see ${V}/workspace/report.txt`);
-    expect(scrubbed).toEqual([`${V}/workspace/report.txt`, `see ${V}/workspace/report.txt`]);
+    expect(scrubbed).toEqual([`${V}/workspace/report.txt`]);
   });
 
   test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {
@@ -506,17 +505,42 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(JSON.stringify({ log: `saved ${V}/workspace/report.txt\nall done`, note: `wrote "${V}/workspace/report.txt"` }));
   });
 
-  test("a rewrite that would make up a secret with the text around it is not made (a link's target name, then an escape)", async () => {
+  test("a rewrite that makes up a secret with the text around it is scrubbed; the text's other paths are still rewritten", async () => {
     const secret = "sk-live-9f8e7d6c5b4a";
     const head = secret.slice(0, 12);
     // The rest of the secret, its first character JSON-escaped.
     const tail = `\\u${secret.charCodeAt(12).toString(16).padStart(4, "0")}${secret.slice(13)}`;
     const run = { context: { user_id: "u", secrets: { api_key: secret } }, configurable: { thread_id: "joined" } };
     await callThroughGraph(graph, "local_write_file", { path: head, content: "x", say: "ok" }, run);
-    // A link to that file, as a tool of the thread can plant one.
+    // A link to that file, as a tool of the thread can plant one: its target's name is the secret's first half.
     await symlink(path.join(hostWorkspace("joined"), head), path.join(hostWorkspace("joined"), "x"));
-    const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/y", content: "x", say: `see ./x${tail}` }, run);
-    expect(message.content).toBe(`see ./x${tail}`);
+    const host = path.join(hostWorkspace("joined"), "out", "report.txt");
+    const say = `wrote ${host}; see ./x${tail}`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out/report.txt", content: "x", say }, run);
+    expect(message.content).toBe(`wrote ${V}/workspace/out/report.txt; see ${V}/workspace/[redacted]`);
+  });
+
+  test("a durable task's poll (scrubbed by its caller later) is translated also where a string quotes a secret", async () => {
+    const secret = "sk-live-5e4d3c2b1a09";
+    const launch = stdioFixture({ name: "jobs", toolNames: [], tasks: true });
+    const configPath = await writeConfig(await makeTempDir("mcp-paths-task-secret-"), {
+      mcpServers: { jobs: { type: "stdio", ...launch, env: { ...launch.env, JOBS_KEY: "${JOBS_KEY}" } } },
+    });
+    const own = createMcpToolkit({ configPath, env: { JOBS_KEY: secret }, logger: new RecordingLogger(), dataDir });
+    try {
+      await mkdir(path.join(hostWorkspace("th-secret"), "reports"), { recursive: true });
+      await writeFile(path.join(hostWorkspace("th-secret"), "reports", "q3.csv"), "a,b");
+      const caller = toolkitTaskCaller(own);
+      const scope = { serverName: "jobs", userId: "u", threadId: "th-secret" };
+      const label = `${path.join(hostWorkspace("th-secret"), "reports", "q3.csv")} (fetched with key ${secret})`;
+      const submitted = await caller.callTool({ ...scope, toolName: "start_job", arguments: { label } });
+      const taskId = (submitted.result.structuredContent as { task_id: string }).task_id;
+      const polled = await caller.callTool({ ...scope, toolName: "job_status", arguments: { task_id: taskId } });
+      const shown = polled.scrub(polled.result) as unknown as { structuredContent: { result: { label: string } } };
+      expect(shown.structuredContent.result.label).toBe(`${V}/workspace/reports/q3.csv (fetched with key [redacted])`);
+    } finally {
+      await own.close();
+    }
   });
 
   test.each(["it's.txt", "notes(v2)", "draft.", "sub/x y.txt"])("a structuredContent value that is one whole path (%s) is shown as /mnt/user-data/…", async (name) => {

@@ -305,6 +305,7 @@ function sendToServer(
           // Read when the paths are translated: by then every header the chain passed on is known.
           scrub: (text) => secrets.redactor().text(text),
         };
+        workspace.redactor = () => secrets.redactor();
       }
       return result;
     } catch (err) {
@@ -377,19 +378,27 @@ function toToolOutput(
 /** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
 export interface CallWorkspace {
   context?: PathContext;
+  /** Every secret known for the call, once the chain ran. */
+  redactor?: () => Redactor;
 }
 
 /**
  * A stdio result with the file references of its thread workspace shown as `/mnt/user-data/…` (SPEC §5.1). The
- * top-level `structuredContent` keys in `protocolFields` (a task's id) are left as the server sent them.
+ * top-level `structuredContent` keys in `protocolFields` (a task's id) are left as the server sent them. A result
+ * that was `scrubbed` is scrubbed again once a path changed: a virtual path next to the text around it (a link's
+ * target name, then the JSON escape the reference ran into) could make up a secret that neither held alone.
  */
 export function withTranslatedPaths(
   result: CallToolResult,
   workspace: CallWorkspace,
   protocolFields: readonly string[] = [],
+  scrubbed = false,
 ): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
-  return context && mayTranslatePaths(result, context, protocolFields) ? translateResultPaths(result, context, protocolFields) : result;
+  if (!context || !mayTranslatePaths(result, context, protocolFields)) return result;
+  return translateResultPaths(result, context, protocolFields).then((translated) =>
+    scrubbed && translated !== result && workspace.redactor ? (scrubOutcome(translated, workspace.redactor()) as CallToolResult) : translated,
+  );
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
@@ -426,7 +435,7 @@ export async function runToolCall(
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
     // An interceptor's ToolMessage or Command is the tool's output as it is.
     if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    const result = await withTranslatedPaths(outcome, workspace);
+    const result = await withTranslatedPaths(outcome, workspace, [], true);
     return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;

@@ -534,7 +534,8 @@ export class McpToolkit {
       call.onUnscrubbed,
     );
     // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
-    return isCommand(outcome) || ToolMessage.isInstance(outcome) ? outcome : withTranslatedPaths(outcome, workspace, call.protocolFields);
+    if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
+    return withTranslatedPaths(outcome, workspace, call.protocolFields, call.onUnscrubbed === undefined);
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */

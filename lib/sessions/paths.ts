@@ -164,10 +164,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const bareNames = await uniqueChangedNames(ctx.changed, freeTexts(items), root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
-  // A rewrite is kept only if it holds no secret: a virtual path next to the text around it (a link's target name, then
-  // a JSON escape the reference ran into) could make one up that neither held alone. The text was scrubbed already.
-  const safe = (text: string, rewritten: string) => (rewritten === text || ctx.scrub(rewritten) !== rewritten ? text : rewritten);
-  const rewrite = (text: string) => safe(text, rewriteText(text, virtual, pattern));
+  const rewrite = (text: string) => rewriteText(text, virtual, pattern);
   const content = items.map((item): Content => {
     if (item.type === "text") return { ...item, text: rewrite(item.text) };
     if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
@@ -178,7 +175,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   });
   // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => safe(text, rewriteValue(text, virtual)), keep)
+    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
