@@ -13,6 +13,7 @@ import { startListingServer, type ListingServer } from "../fixtures/listing-serv
 const SECRET = "sk-live-9f8e7d6c5b4a3210";
 const HEAD = SECRET.slice(0, 12);
 const TAIL = SECRET.slice(12);
+const BODY = "quarterly totals: north 120, south 98, east 77, west 101";
 
 const tool = (name: string): Tool => ({ name, inputSchema: { type: "object", properties: {} } }) as Tool;
 
@@ -22,9 +23,12 @@ let graph: ToolNodeGraph;
 
 beforeAll(async () => {
   server = await startListingServer(
-    () => ({ tools: [tool("two_texts"), tool("text_and_resource"), tool("resource_and_resource"), tool("error_text_and_resource")] }),
+    () => ({
+      tools: [tool("two_texts"), tool("text_and_resource"), tool("resource_and_resource"), tool("error_text_and_resource"), tool("cut_twice")],
+    }),
     (name): CallToolResult => {
       const resource = (text: string) => ({ type: "resource" as const, resource: { uri: "mem://part", mimeType: "text/plain", text } });
+      if (name === "cut_twice") return { content: [{ type: "text", text: `first key ${HEAD}` }, resource(`${TAIL}\n${BODY}\nsecond key ${HEAD}`), { type: "text", text: `${TAIL} end` }] };
       if (name === "two_texts") return { content: [{ type: "text", text: HEAD }, { type: "text", text: TAIL }] };
       if (name === "text_and_resource") return { content: [{ type: "text", text: HEAD }, resource(TAIL)] };
       if (name === "resource_and_resource") return { content: [resource(HEAD), resource(TAIL)] };
@@ -48,4 +52,12 @@ describe("a credential cut over the text blocks of one result, which the ToolMes
     const shown = String(message.content).replace(/\n/g, "");
     expect(shown).not.toContain(SECRET);
   });
+});
+
+test("a credential cut at each end of an embedded resource: each cut is blanked, the resource's own text is kept", async () => {
+  const message = await callThroughGraph(graph, "s_cut_twice", {});
+  const shown = String(message.content);
+  expect(shown.replace(/\n/g, "")).not.toContain(SECRET);
+  expect(shown).toContain(BODY);
+  expect(shown).toBe(`first key [redacted]\n\n${BODY}\nsecond key [redacted]\n end`);
 });

@@ -123,7 +123,9 @@ function isUpdatePair(item: unknown): item is [string, unknown] {
  * A result whose text blocks hold a secret between them (the server cut it: "sk-live-9f8e" + "7d6c5b4a", or its base64
  * over two blocks), which the ToolMessage shows joined: the blocks are read as one text, and what the secret covers is
  * blanked in every block it touches. Each block alone was scrubbed already (a multi-line secret cut at its line breaks
- * is scrubbed line by line). The blanked stretch runs from the first character the scrub changed to the last.
+ * is scrubbed line by line). Each boundary is read first with its two blocks alone, so a secret cut there is blanked
+ * around it only; then all the blocks together, for a secret over three or more (blanked from the first character the
+ * scrub changed to the last).
  */
 export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor): CallToolResult {
   const items = Array.isArray(result.content) ? result.content : [];
@@ -132,9 +134,28 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
   items.forEach((item, i) => textOf(item) !== undefined && textAt.push(i));
   if (textAt.length < 2) return result;
   const texts = textAt.map((i) => textOf(items[i])!);
+  let changed = false;
+  for (let k = 0; k + 1 < texts.length; k += 1) {
+    const pair = blankedAcross([texts[k], texts[k + 1]], redactor);
+    if (pair === undefined) continue;
+    [texts[k], texts[k + 1]] = pair;
+    changed = true;
+  }
+  const all = blankedAcross(texts, redactor);
+  if (all !== undefined) texts.splice(0, texts.length, ...all);
+  if (!changed && all === undefined) return result;
+  const content = [...items];
+  texts.forEach((text, k) => {
+    if (text !== textOf(items[textAt[k]])) content[textAt[k]] = withText(items[textAt[k]], text);
+  });
+  return { ...result, content };
+}
+
+/** `texts` with what a secret covers in their joined text blanked (REDACTED in the first block it touches), or `undefined`. */
+function blankedAcross(texts: readonly string[], redactor: Redactor): string[] | undefined {
   const whole = texts.join("");
   const scrubbed = redactor.text(whole);
-  if (scrubbed === whole) return result;
+  if (scrubbed === whole) return undefined;
   let head = 0;
   while (head < whole.length && head < scrubbed.length && whole[head] === scrubbed[head]) head += 1;
   let tail = 0;
@@ -155,19 +176,16 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
       break;
     }
   }
-  const content = [...items];
   let start = 0;
   let marked = false;
-  texts.forEach((text, k) => {
+  return texts.map((text) => {
     const end = start + text.length;
-    if (end > from && start < to) {
-      const kept = text.slice(0, Math.max(0, from - start)) + (marked ? "" : REDACTED) + text.slice(Math.min(text.length, to - start));
-      marked = true;
-      content[textAt[k]] = withText(items[textAt[k]], kept);
-    }
+    const touched = end > from && start < to;
+    const kept = touched ? text.slice(0, Math.max(0, from - start)) + (marked ? "" : REDACTED) + text.slice(Math.min(text.length, to - start)) : text;
+    marked ||= touched;
     start = end;
+    return kept;
   });
-  return { ...result, content };
 }
 
 type ContentBlock = CallToolResult["content"][number];
