@@ -499,6 +499,16 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(JSON.stringify({ log: `saved ${V}/workspace/out/report.txt\ndone`, note: `written to "${V}/workspace/out/report.txt"` }));
   });
 
+  test("a link escaping user-data whose name holds a backslash (report.txt\\backup) is left as it is, not cut at the backslash", async () => {
+    await callThroughGraph(graph, "local_write_file", { path: "report.txt", content: "x", say: "ok" }, inThread("escape-tail"));
+    const outsideFile = path.join(dataDir, "outside-escape.txt");
+    await writeFile(outsideFile, "not the thread's");
+    await symlink(outsideFile, path.join(hostWorkspace("escape-tail"), "report.txt\\backup"));
+    const say = `restore from ${hostWorkspace("escape-tail")}/report.txt\\backup`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/y", content: "x", say }, inThread("escape-tail"));
+    expect(message.content).toBe(say);
+  });
+
   test("a bare name in JSON-encoded text, followed by an escape (\\n) or an escaped quote, is rewritten", async () => {
     const say = JSON.stringify({ log: "saved report.txt\nall done", note: 'wrote "report.txt"' });
     const message = await callThroughGraph(graph, "local_write_file", { path: "report.txt", content: "x", say }, inThread("json-bare"));

@@ -1,4 +1,4 @@
-import { readdir, realpath, stat } from "node:fs/promises";
+import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -155,16 +155,19 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
     if (mapped === undefined) others.push(reference);
     else if (ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
   }
+  // References that name something not to be shown (a link escaping user-data): no shorter form of them is tried.
+  const refused = new Set<string>();
   await Promise.all(
     (await likelyFirst(others, ctx, root)).slice(0, MAX_REFERENCES).map(async (reference) => {
       const mapped = await toVirtualPath(reference, ctx.cwd, root);
-      if (mapped !== null && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
+      if (mapped === null) refused.add(reference);
+      else if (mapped !== MISSING && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
     }),
   );
   const bareNames = await uniqueChangedNames(ctx.changed, freeTexts(items), root, ctx.scrub);
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
-  const rewrite = (text: string) => rewriteText(text, virtual, pattern);
+  const rewrite = (text: string) => rewriteText(text, virtual, pattern, refused);
   const content = items.map((item): Content => {
     if (item.type === "text") return { ...item, text: rewrite(item.text) };
     if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
@@ -175,7 +178,7 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   });
   // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual), keep)
+    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual, refused), keep)
     : result.structuredContent;
   return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
 }
@@ -308,7 +311,10 @@ function wholeReference(text: string): string | undefined {
   return /^\.{0,2}\//.test(trimmed) ? trimmed : undefined;
 }
 
-/** The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path), else `null`. */
+/**
+ * The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path); `null` when it names
+ * something else (outside, a link escaping, a directory), `MISSING` when it names nothing.
+ */
 async function toVirtualPath(reference: string, cwd: string, root: string): Promise<string | null> {
   let local: string;
   if (isFileUrl(reference)) {
@@ -328,9 +334,13 @@ async function toVirtualPath(reference: string, cwd: string, root: string): Prom
     if (!isInside(resolved, root) || !(await stat(resolved)).isFile()) return null;
     return virtualOf(resolved, root);
   } catch {
-    return null;
+    // Nothing there (not even a dangling link): its shorter forms may be tried (`MISSING`); anything else is refused.
+    return (await lstat(local).then(() => true, () => false)) ? null : MISSING;
   }
 }
+
+/** What `toVirtualPath` returns for a reference to nothing at all. */
+const MISSING = "";
 
 /** The free text of a result, where bare file names are rewritten (not `structuredContent`: a name there is data). */
 function freeTexts(items: readonly Content[]): string[] {
@@ -446,7 +456,12 @@ function bareNamePattern(bareNames: ReadonlyMap<string, string>): BareNamePatter
  * them (never inside a path just written: `final report.txt`'s `report.txt` is not a bare name; never in a URL:
  * `?name=report.txt` stays).
  */
-function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNames: BareNamePattern | undefined): string {
+function rewriteText(
+  text: string,
+  virtual: ReadonlyMap<string, string>,
+  bareNames: BareNamePattern | undefined,
+  refused: ReadonlySet<string>,
+): string {
   if (virtual.size === 0 && bareNames === undefined) return text;
   const parts: string[] = [];
   const urls: [number, number][] = [];
@@ -470,7 +485,7 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
       forEachMatch(text.slice(start, end), (whole, at) => {
         let reference = whole;
         let mapped = virtual.get(reference);
-        for (const form of mapped === undefined ? shorterForms(whole) : []) {
+        for (const form of mapped === undefined && !refused.has(whole) ? shorterForms(whole) : []) {
           mapped = virtual.get(form);
           if (mapped === undefined) continue;
           reference = form;
@@ -489,10 +504,10 @@ function rewriteText(text: string, virtual: ReadonlyMap<string, string>, bareNam
 }
 
 /** A `structuredContent` string: the virtual path when the string is one whole path, else its free-text rewrite. */
-function rewriteValue(text: string, virtual: ReadonlyMap<string, string>): string {
+function rewriteValue(text: string, virtual: ReadonlyMap<string, string>, refused: ReadonlySet<string>): string {
   const whole = wholeReference(text);
   const mapped = whole === undefined ? undefined : virtual.get(whole);
-  return mapped === undefined ? rewriteText(text, virtual, undefined) : text.replace(whole!, () => mapped);
+  return mapped === undefined ? rewriteText(text, virtual, undefined, refused) : text.replace(whole!, () => mapped);
 }
 
 function rewriteBareNames(text: string, bareNames: BareNamePattern | undefined): string {
