@@ -154,7 +154,9 @@ describe("what a stdio server started ends with its session", () => {
       try {
         const acquiring = pool.acquire("local", server, {
           headers: EMPTY_HEADERS,
-          initTimeoutMs: how === "its session_init_timeout passes" ? 300 : null,
+          // Long enough for the three processes to be seen on a loaded machine before the creation fails (with 300 ms,
+          // under the full suite, the first sleeper was already ended when they were counted).
+          initTimeoutMs: how === "its session_init_timeout passes" ? 3000 : null,
           signal: caller.signal,
         });
         acquiring.catch(() => undefined);
