@@ -509,6 +509,17 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(say);
   });
 
+  test("a path with JSON escapes inside it (caf\\u00e9.txt, as Python's json.dumps writes it; \\/) is shown as /mnt/user-data/…", async () => {
+    const host = JSON.stringify(path.join(hostWorkspace("escaped-inside"), "café.txt"))
+      .slice(1, -1)
+      .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+    const say = `{"saved":"${host}","also":"${host.replace(/\//g, "\\/")}"}`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: "café.txt", content: "x", say }, inThread("escaped-inside"));
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/café.txt`] });
+    expect(String(message.content)).not.toContain(dataDir);
+    expect(JSON.parse(String(message.content))).toEqual({ saved: `${V}/workspace/café.txt`, also: `${V}/workspace/café.txt` });
+  });
+
   test("a bare name in JSON-encoded text, followed by an escape (\\n) or an escaped quote, is rewritten", async () => {
     const say = JSON.stringify({ log: "saved report.txt\nall done", note: 'wrote "report.txt"' });
     const message = await callThroughGraph(graph, "local_write_file", { path: "report.txt", content: "x", say }, inThread("json-bare"));

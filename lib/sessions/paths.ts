@@ -129,6 +129,19 @@ function shorterForms(reference: string): string[] {
   }
   return forms.sort((a, b) => b.length - a.length);
 }
+/**
+ * A reference with JSON escapes inside it (`caf\u00e9.txt`, as Python's `json.dumps` writes a name by default, or
+ * `\/`), decoded; `undefined` when it has none, or others (those end it: `shorterForms`).
+ */
+const JSON_PATH_ESCAPE = /\\u([0-9a-fA-F]{4})|\\\//g;
+
+function decodedForm(reference: string): string | undefined {
+  if (!reference.includes("\\")) return undefined;
+  const decoded = reference.replace(JSON_PATH_ESCAPE, (_escape, hex: string | undefined) =>
+    hex === undefined ? "/" : String.fromCharCode(parseInt(hex, 16)),
+  );
+  return decoded === reference || decoded.includes("\\") ? undefined : decoded;
+}
 /** At most this many distinct references are resolved per result. */
 const MAX_REFERENCES = 256;
 
@@ -292,6 +305,8 @@ function collectReferences(text: string, into: Set<string>): void {
   forEachPathToken(text, (start, end) =>
     forEachMatch(text.slice(start, end), (reference) => {
       into.add(reference);
+      const decoded = decodedForm(reference);
+      if (decoded !== undefined) into.add(decoded);
       for (const form of shorterForms(reference)) into.add(form);
     }),
   );
@@ -485,6 +500,9 @@ function rewriteText(
       forEachMatch(text.slice(start, end), (whole, at) => {
         let reference = whole;
         let mapped = virtual.get(reference);
+        // Its decoded form stands for all of it; a shorter form, for the part it covers.
+        const decoded = mapped === undefined && !refused.has(whole) ? decodedForm(whole) : undefined;
+        if (decoded !== undefined) mapped = virtual.get(decoded);
         for (const form of mapped === undefined && !refused.has(whole) ? shorterForms(whole) : []) {
           mapped = virtual.get(form);
           if (mapped === undefined) continue;
