@@ -6,6 +6,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { scrubAcrossTextBlocks } from "../../lib/mcp/scrub-outcome";
+import { Redactor } from "../../lib/shared";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { startListingServer, type ListingServer } from "../fixtures/listing-server";
@@ -60,4 +62,12 @@ test("a credential cut at each end of an embedded resource: each cut is blanked,
   expect(shown.replace(/\n/g, "")).not.toContain(SECRET);
   expect(shown).toContain(BODY);
   expect(shown).toBe(`first key [redacted]\n\n${BODY}\nsecond key [redacted]\n end`);
+});
+
+test("a key cut over three blocks that holds a short secret inside its first two is blanked whole, as one", () => {
+  const key = "sk-live-9f8e7d6c5b4a3210";
+  const blocks = ["key sk-li", "ve-9f8e7d", "6c5b4a3210 end"];
+  // "live" (a short header value: no minimum length) lies inside the key and within the first two blocks.
+  const out = scrubAcrossTextBlocks({ content: blocks.map((text) => ({ type: "text" as const, text })) }, Redactor.of([key, "live"]));
+  expect(out.content.map((block) => (block as { text: string }).text)).toEqual(["key [redacted]", "", " end"]);
 });

@@ -121,11 +121,10 @@ function isUpdatePair(item: unknown): item is [string, unknown] {
 
 /**
  * A result whose text blocks hold a secret between them (the server cut it: "sk-live-9f8e" + "7d6c5b4a", or its base64
- * over two blocks), which the ToolMessage shows joined: the blocks are read as one text, and what the secret covers is
- * blanked in every block it touches. Each block alone was scrubbed already (a multi-line secret cut at its line breaks
- * is scrubbed line by line). Each boundary is read first with its two blocks alone, so a secret cut there is blanked
- * around it only; then all the blocks together, for a secret over three or more (blanked from the first character the
- * scrub changed to the last).
+ * over two blocks), which the ToolMessage shows joined: the blocks are read as one text, and each secret that crosses
+ * a boundary is blanked where it lies (REDACTED in the block it starts in, nothing in the others it covers); a block's
+ * own text around it is kept. Each block alone was scrubbed already (a multi-line secret cut at its line breaks is
+ * scrubbed line by line). Overlapping secrets (a short one inside a long one) are blanked as one.
  */
 export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor): CallToolResult {
   const items = Array.isArray(result.content) ? result.content : [];
@@ -134,58 +133,34 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
   items.forEach((item, i) => textOf(item) !== undefined && textAt.push(i));
   if (textAt.length < 2) return result;
   const texts = textAt.map((i) => textOf(items[i])!);
-  let changed = false;
-  for (let k = 0; k + 1 < texts.length; k += 1) {
-    const pair = blankedAcross([texts[k], texts[k + 1]], redactor);
-    if (pair === undefined) continue;
-    [texts[k], texts[k + 1]] = pair;
-    changed = true;
+  const starts: number[] = [];
+  let length = 0;
+  for (const text of texts) {
+    starts.push(length);
+    length += text.length;
   }
-  const all = blankedAcross(texts, redactor);
-  if (all !== undefined) texts.splice(0, texts.length, ...all);
-  if (!changed && all === undefined) return result;
+  const blockAt = (position: number) => {
+    let k = 0;
+    while (k + 1 < texts.length && starts[k + 1] <= position) k += 1;
+    return k;
+  };
+  const crossing = redactor.spans(texts.join("")).filter(([from, to]) => blockAt(from) !== blockAt(to - 1));
+  if (crossing.length === 0) return result;
   const content = [...items];
   texts.forEach((text, k) => {
-    if (text !== textOf(items[textAt[k]])) content[textAt[k]] = withText(items[textAt[k]], text);
+    const begin = starts[k];
+    const end = begin + text.length;
+    let kept = "";
+    let copied = 0;
+    for (const [from, to] of crossing) {
+      if (to <= begin || from >= end) continue;
+      kept += text.slice(copied, Math.max(0, from - begin)) + (from >= begin ? REDACTED : "");
+      copied = Math.min(text.length, to - begin);
+    }
+    if (copied === 0 && kept === "") return;
+    content[textAt[k]] = withText(items[textAt[k]], kept + text.slice(copied));
   });
   return { ...result, content };
-}
-
-/** `texts` with what a secret covers in their joined text blanked (REDACTED in the first block it touches), or `undefined`. */
-function blankedAcross(texts: readonly string[], redactor: Redactor): string[] | undefined {
-  const whole = texts.join("");
-  const scrubbed = redactor.text(whole);
-  if (scrubbed === whole) return undefined;
-  let head = 0;
-  while (head < whole.length && head < scrubbed.length && whole[head] === scrubbed[head]) head += 1;
-  let tail = 0;
-  while (tail < whole.length - head && tail < scrubbed.length - head && whole[whole.length - 1 - tail] === scrubbed[scrubbed.length - 1 - tail]) tail += 1;
-  // A secret starting (ending) with characters REDACTED starts (ends) with shares them with the scrubbed text: the
-  // common part is cut back by as many.
-  let from = head;
-  for (let k = Math.min(REDACTED.length, head); k > 0; k -= 1) {
-    if (whole.slice(head - k, head) === REDACTED.slice(0, k)) {
-      from = head - k;
-      break;
-    }
-  }
-  let to = whole.length - tail;
-  for (let k = Math.min(REDACTED.length, tail); k > 0; k -= 1) {
-    if (whole.slice(to, to + k) === REDACTED.slice(REDACTED.length - k)) {
-      to += k;
-      break;
-    }
-  }
-  let start = 0;
-  let marked = false;
-  return texts.map((text) => {
-    const end = start + text.length;
-    const touched = end > from && start < to;
-    const kept = touched ? text.slice(0, Math.max(0, from - start)) + (marked ? "" : REDACTED) + text.slice(Math.min(text.length, to - start)) : text;
-    marked ||= touched;
-    start = end;
-    return kept;
-  });
 }
 
 type ContentBlock = CallToolResult["content"][number];

@@ -70,24 +70,45 @@ export class Redactor {
 
   text(text: string): string {
     if (this.matchers === null || text === "") return text;
-    const spans: Span[] = [];
-    const encoded = MAY_BE_ENCODED.test(text);
-    for (const { forms, plain } of this.matchers) collectSpans(encoded || plain === null ? forms : plain, text, spans);
-    // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
-    if (MAY_WRAP.test(text)) {
-      const unwrapped = unwrapBase64(text);
-      if (unwrapped !== undefined) {
-        const found: Span[] = [];
-        for (const { runs } of this.matchers) if (runs !== null) collectSpans(runs, unwrapped.text, found);
-        for (const [from, to] of found) spans.push([unwrapped.origin[from], unwrapped.origin[to - 1] + 1]);
-      }
-    }
+    const spans = this.secretSpans(text);
     const scrubbed = spans.length === 0 ? text : replaceSpans(text, spans);
     if (this.shortBase64.length === 0) return scrubbed;
     return scrubbed.replace(BASE64_TOKEN, (token) => {
       const span = this.shortSecretSpan(token);
       return span === undefined ? token : `${token.slice(0, span[0])}${REDACTED}${token.slice(span[1])}`;
     });
+  }
+
+  /**
+   * Where `text` holds a secret, in any form `text()` blanks, as `[from, to)` ranges, overlapping ones merged, in
+   * order: for a caller that blanks them itself (a text cut over several blocks).
+   */
+  spans(text: string): Span[] {
+    if (this.matchers === null || text === "") return [];
+    const spans = this.secretSpans(text);
+    if (this.shortBase64.length > 0) {
+      for (const match of text.matchAll(BASE64_TOKEN)) {
+        const span = this.shortSecretSpan(match[0]);
+        if (span !== undefined) spans.push([match.index! + span[0], match.index! + span[1]]);
+      }
+    }
+    return mergeSpans(spans);
+  }
+
+  private secretSpans(text: string): Span[] {
+    const spans: Span[] = [];
+    const encoded = MAY_BE_ENCODED.test(text);
+    for (const { forms, plain } of this.matchers!) collectSpans(encoded || plain === null ? forms : plain, text, spans);
+    // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
+    if (MAY_WRAP.test(text)) {
+      const unwrapped = unwrapBase64(text);
+      if (unwrapped !== undefined) {
+        const found: Span[] = [];
+        for (const { runs } of this.matchers!) if (runs !== null) collectSpans(runs, unwrapped.text, found);
+        for (const [from, to] of found) spans.push([unwrapped.origin[from], unwrapped.origin[to - 1] + 1]);
+      }
+    }
+    return spans;
   }
 
   /**
@@ -319,7 +340,19 @@ function matcherOf(secret: string): SecretMatcher {
   return matcher;
 }
 
-type Span = [number, number];
+export type Span = [number, number];
+
+/** `spans` sorted, overlapping ones merged. */
+function mergeSpans(spans: Span[]): Span[] {
+  spans.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  const merged: Span[] = [];
+  for (const span of spans) {
+    const last = merged[merged.length - 1];
+    if (last !== undefined && span[0] < last[1]) last[1] = Math.max(last[1], span[1]);
+    else merged.push([span[0], span[1]]);
+  }
+  return merged;
+}
 
 /**
  * Every match of `pattern`, overlapping ones included: a secret's scan resumes one character after each match, not
