@@ -616,3 +616,34 @@ describe("a durable task's calls in its thread", () => {
     }
   });
 });
+
+describe("a reference that names something refused: no shorter form of it stands for it", () => {
+  let own: string;
+  let ownUserData: string;
+  beforeAll(async () => {
+    const base = await realpath(await makeTempDir("mcp-paths-refused-"));
+    ownUserData = path.join(base, "threads", "t", "user-data");
+    own = path.join(ownUserData, "workspace");
+    await mkdir(own, { recursive: true });
+    await writeFile(path.join(own, "report.txt"), "x");
+    await writeFile(path.join(base, "outside.txt"), "not the thread's");
+    // A link escaping user-data, named report.txt\backup.
+    await symlink(path.join(base, "outside.txt"), path.join(own, "report.txt\\backup"));
+  });
+  const translated = async (input: string) =>
+    ((await translateResultPaths({ content: [{ type: "text", text: input }] }, { userData: ownUserData, cwd: own, changed: [], scrub: (t) => t })).content[0] as { text: string }).text;
+
+  test.each([
+    ["as it stands", (p: string) => `restore from ${p}`],
+    ["with a :line:col suffix", (p: string) => `error at ${p}:12:3`],
+    ["JSON-encoded (report.txt\\\\backup)", (p: string) => JSON.stringify({ restore: p })],
+  ])("%s: left as it is", async (_label, say) => {
+    const text = say(`${own}/report.txt\\backup`);
+    expect(await translated(text)).toBe(text);
+  });
+
+  test("a file:// URL the URL parser refuses (an encoded '/' after a JSON escape) names nothing: its shorter form is rewritten", async () => {
+    const url = pathToFileURL(path.join(own, "report.txt")).href;
+    expect(await translated(JSON.stringify({ log: `saved ${url}\nnext=a%2Fb` }))).toBe(JSON.stringify({ log: `saved ${V}/workspace/report.txt\nnext=a%2Fb` }));
+  });
+});

@@ -130,17 +130,21 @@ function shorterForms(reference: string): string[] {
   return forms.sort((a, b) => b.length - a.length);
 }
 /**
- * A reference with JSON escapes inside it (`caf\u00e9.txt`, as Python's `json.dumps` writes a name by default, or
- * `\/`), decoded; `undefined` when it has none, or others (those end it: `shorterForms`).
+ * A reference with JSON escapes inside it (`caf\u00e9.txt`, as Python's `json.dumps` writes a name by default, `\/`,
+ * `\\`), decoded; `undefined` when it has none, or others (those end it: `shorterForms`).
  */
-const JSON_PATH_ESCAPE = /\\u([0-9a-fA-F]{4})|\\\//g;
+const JSON_PATH_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([/\\])|)/g;
 
 function decodedForm(reference: string): string | undefined {
   if (!reference.includes("\\")) return undefined;
-  const decoded = reference.replace(JSON_PATH_ESCAPE, (_escape, hex: string | undefined) =>
-    hex === undefined ? "/" : String.fromCharCode(parseInt(hex, 16)),
-  );
-  return decoded === reference || decoded.includes("\\") ? undefined : decoded;
+  let other = false;
+  const decoded = reference.replace(JSON_PATH_ESCAPE, (_escape, hex: string | undefined, char: string | undefined) => {
+    if (hex !== undefined) return String.fromCharCode(parseInt(hex, 16));
+    if (char !== undefined) return char;
+    other = true;
+    return "";
+  });
+  return other ? undefined : decoded;
 }
 /** At most this many distinct references are resolved per result. */
 const MAX_REFERENCES = 256;
@@ -336,7 +340,7 @@ async function toVirtualPath(reference: string, cwd: string, root: string): Prom
     try {
       local = fileURLToPath(reference);
     } catch {
-      return null;
+      return MISSING; // names no file (an encoded `/`): a shorter form of it may
     }
   } else if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(reference) || reference.startsWith("//")) {
     return null; // another scheme, or a network path: remote, not ours
@@ -503,7 +507,10 @@ function rewriteText(
         // Its decoded form stands for all of it; a shorter form, for the part it covers.
         const decoded = mapped === undefined && !refused.has(whole) ? decodedForm(whole) : undefined;
         if (decoded !== undefined) mapped = virtual.get(decoded);
-        for (const form of mapped === undefined && !refused.has(whole) ? shorterForms(whole) : []) {
+        const stopped = refused.has(whole) || (decoded !== undefined && refused.has(decoded));
+        for (const form of mapped === undefined && !stopped ? shorterForms(whole) : []) {
+          // A form naming something refused ends the search: a prefix of it must not stand for it.
+          if (refused.has(form)) break;
           mapped = virtual.get(form);
           if (mapped === undefined) continue;
           reference = form;
