@@ -305,7 +305,6 @@ function sendToServer(
           // Read when the paths are translated: by then every header the chain passed on is known.
           scrub: (text) => secrets.redactor().text(text),
         };
-        workspace.redactor = () => secrets.redactor();
       }
       return result;
     } catch (err) {
@@ -378,27 +377,19 @@ function toToolOutput(
 /** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
 export interface CallWorkspace {
   context?: PathContext;
-  /** Every secret known for the call, once the chain ran. */
-  redactor?: () => Redactor;
 }
 
 /**
  * A stdio result with the file references of its thread workspace shown as `/mnt/user-data/…` (SPEC §5.1). The
- * top-level `structuredContent` keys in `protocolFields` (a task's id) are left as the server sent them. A result
- * that was `scrubbed` is scrubbed again once a path changed: a virtual path next to the text around it (a link's
- * target name, then the JSON escape the reference ran into) could make up a secret that neither held alone.
+ * top-level `structuredContent` keys in `protocolFields` (a task's id) are left as the server sent them.
  */
-export function withTranslatedPaths(
+function withTranslatedPaths(
   result: CallToolResult,
   workspace: CallWorkspace,
-  protocolFields: readonly string[] = [],
-  scrubbed = false,
+  protocolFields: readonly string[],
 ): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
-  if (!context || !mayTranslatePaths(result, context, protocolFields)) return result;
-  return translateResultPaths(result, context, protocolFields).then((translated) =>
-    scrubbed && translated !== result && workspace.redactor ? (scrubOutcome(translated, workspace.redactor()) as CallToolResult) : translated,
-  );
+  return context && mayTranslatePaths(result, context, protocolFields) ? translateResultPaths(result, context, protocolFields) : result;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
@@ -435,8 +426,7 @@ export async function runToolCall(
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
     // An interceptor's ToolMessage or Command is the tool's output as it is.
     if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    const result = await withTranslatedPaths(outcome, workspace, [], true);
-    return toToolOutput(result, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
+    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
@@ -446,8 +436,10 @@ export async function runToolCall(
 
 /**
  * One call through the interceptor chain, also used outside a tool node (durable tasks). Returns the chain's
- * outcome scrubbed of every secret known for the call (or, with `unscrubbed`, as it is, handing that caller those
- * secrets); failures throw an `McpToolCallError` with the vetted,
+ * outcome with its stdio paths translated (but under the top-level `structuredContent` keys in `protocolFields`),
+ * then scrubbed of every secret known for the call (or, with `unscrubbed`, as it is, handing that caller those
+ * secrets): scrubbed after translation, so a virtual path next to the text around it (a link's target name, then the
+ * JSON escape the reference ran into) cannot make up a secret that neither held alone. Failures throw an `McpToolCallError` with the vetted,
  * scrubbed text a tool shows; interrupts propagate, and so does the abort reason of a cancelled run.
  */
 export async function runDirectCall(
@@ -460,6 +452,7 @@ export async function runDirectCall(
   workspace: CallWorkspace = {},
   carried?: (values: readonly string[]) => void,
   unscrubbed?: (secrets: readonly string[]) => void,
+  protocolFields: readonly string[] = [],
 ): Promise<McpCallOutcome> {
   const secrets = new CallSecrets(opts.secrets, runtime);
   const request = new McpToolCallRequest({
@@ -474,10 +467,12 @@ export async function runDirectCall(
       opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
       sendToServer(target, record, runtime, signal, secrets, workspace),
     );
-    const outcome = await chain(request);
-    // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
-    if (!isCommand(outcome) && !ToolMessage.isInstance(outcome) && nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) {
-      throw ownText(new McpToolCallError(tooDeepText(record)));
+    let outcome = await chain(request);
+    // An interceptor's ToolMessage or Command is not a result: not translated.
+    if (!isCommand(outcome) && !ToolMessage.isInstance(outcome)) {
+      // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
+      if (nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) throw ownText(new McpToolCallError(tooDeepText(record)));
+      outcome = await withTranslatedPaths(outcome, workspace, protocolFields);
     }
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
     unscrubbed(secrets.all());

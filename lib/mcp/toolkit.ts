@@ -1,8 +1,6 @@
 import * as nodePath from "node:path";
-import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { DynamicStructuredTool, ToolRuntime } from "@langchain/core/tools";
-import { isCommand } from "@langchain/langgraph";
 import {
   ConfigFileNotFoundError,
   getConfigSignature,
@@ -31,7 +29,7 @@ import { headerSecrets } from "../shared/header-secrets";
 import { MAX_TIMER_SECONDS } from "../shared/timers";
 import { withDeadline } from "../shared/deadline";
 import { consoleLogger, type Logger } from "../shared/logger";
-import { runDirectCall, runToolCall, toolErrorOutput, unloadableText, withTranslatedPaths, type CallPathOptions, type CallWorkspace } from "./call";
+import { runDirectCall, runToolCall, toolErrorOutput, unloadableText, type CallPathOptions } from "./call";
 import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -515,8 +513,8 @@ export class McpToolkit {
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     const opts = requestScoped ? entry.requestScoped : entry.serverLevel;
     const remembered = call.rememberedSecrets ?? [];
-    const workspace: CallWorkspace = {};
-    const outcome = await runDirectCall(
+    // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
+    return runDirectCall(
       {
         pool: generation.pool,
         server: entry.config,
@@ -529,13 +527,11 @@ export class McpToolkit {
       runtime,
       call.signal ?? runtime?.signal,
       remembered.length === 0 ? opts : { ...opts, secrets: [...opts.secrets, ...remembered] },
-      workspace,
+      {},
       call.onCarriedSecrets,
       call.onUnscrubbed,
+      call.protocolFields,
     );
-    // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
-    if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    return withTranslatedPaths(outcome, workspace, call.protocolFields, call.onUnscrubbed === undefined);
   }
 
   /** The call path of every tool this toolkit made, including tools of earlier generations. */
