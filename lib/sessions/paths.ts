@@ -112,13 +112,14 @@ function isWhitespace(code: number): boolean {
 const TRAILING = /[.,;:!?()[\]{}>"'`\p{Pe}\p{Pf}。，、；：！？…]+$/u;
 /** A compiler-style position after a path (`report.txt:12:3`): tried without it when the whole does not resolve. */
 const LINE_SUFFIX = /:\d+(?::\d+)?$/;
-/**
- * A JSON string escape a path runs into in JSON-encoded text (`report.txt\ndone`, `report.txt\"`, which a closing quote
- * leaves as `report.txt\`): tried without it, and all after it, when the whole does not resolve.
- */
-const ESCAPED_TAIL = /\\(?:[nrtbf"\\/]|u[0-9a-fA-F]{4}|$)[^]*$/;
 /** What follows the backslash of a JSON escape, but an escaped backslash (in a Windows path, a segment separator). */
 const JSON_ESCAPE = String.raw`[nrtbf"/]|u[0-9a-fA-F]{4}`;
+/**
+ * A JSON string escape a path runs into in JSON-encoded text (`report.txt\ndone`, `report.txt\"`, which a closing quote
+ * leaves as `report.txt\`; an escaped backslash too): tried without it, and all after it, when the whole does not
+ * resolve.
+ */
+const ESCAPED_TAIL = new RegExp(String.raw`\\(?:${JSON_ESCAPE}|\\|$)[^]*$`);
 
 /** The shorter forms of a reference tried when it does not resolve as it is, each a prefix of it, longest first. */
 function shorterForms(reference: string): string[] {
@@ -129,12 +130,14 @@ function shorterForms(reference: string): string[] {
   }
   return forms.sort((a, b) => b.length - a.length);
 }
+
+/** The JSON escapes a path may hold inside it: `\uXXXX`, `\/` and `\\` (any other backslash: see `decodedForm`). */
+const JSON_PATH_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([/\\])|)/g;
+
 /**
  * A reference with JSON escapes inside it (`caf\u00e9.txt`, as Python's `json.dumps` writes a name by default, `\/`,
  * `\\`), decoded; `undefined` when it has none, or others (those end it: `shorterForms`).
  */
-const JSON_PATH_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|([/\\])|)/g;
-
 function decodedForm(reference: string): string | undefined {
   if (!reference.includes("\\")) return undefined;
   let other = false;
