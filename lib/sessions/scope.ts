@@ -1,6 +1,6 @@
 import type { ToolRuntime } from "@langchain/core/tools";
 import { McpToolCallError, ownText } from "../shared/errors";
-import { runThreadId, runUserId, unusableRunIdField, unusableRunIdText } from "../shared/identity";
+import { runThreadId, runUserId, unusableRunId } from "../shared/identity";
 
 /** Whose stdio session a call uses: one child process per (server, user, thread). */
 export interface SessionScope {
@@ -20,14 +20,14 @@ export function sessionScope(userId: string, threadId: string): SessionScope {
  * The scope of a call (SPEC §5.1): user = server auth user → `configurable.langgraph_auth_user_id` →
  * `context.user_id` (the same resolver the credential layers use); thread = `context.thread_id` →
  * `configurable.thread_id`; each falls back to "default" when unset. A field set to something no id is made of is
- * refused (`unusableRunIdField`).
+ * refused (`unusableRunId`).
  */
 export function runScope(runtime: ToolRuntime | undefined): SessionScope {
   const userId = runUserId(runtime);
   const threadId = runThreadId(runtime);
   if (userId === undefined || threadId === undefined) {
-    const unusable = unusableRunIdField(runtime);
-    if (unusable !== undefined) throw ownText(new McpToolCallError(`MCP tool call refused: ${unusableRunIdText(unusable)}`));
+    const unusable = unusableRunId(runtime);
+    if (unusable !== undefined) throw ownText(new McpToolCallError(`MCP tool call refused: ${unusable}`));
   }
   return sessionScope(userId ?? DEFAULT_SCOPE_ID, threadId ?? DEFAULT_SCOPE_ID);
 }

@@ -62,21 +62,19 @@ export function runThreadId(runtime: ToolRuntime | undefined): string | undefine
 }
 
 /**
- * The field deciding the run's user or thread when it is set to something no id is made of (an object, a boolean,
- * NaN); `undefined` otherwise. Such a run is refused where an unset id would be served as the "default" user or thread,
- * whose session, workspace and tasks every run without one shares.
+ * Why the run names no usable user or thread, when the field deciding one is set to something no id is made of (an
+ * object, a boolean, NaN): one line naming the field, never its value; `undefined` otherwise. Such a run is refused
+ * where an unset id would be served as the "default" user or thread, whose session, workspace and tasks every run
+ * without one shares.
  */
-export function unusableRunIdField(runtime: ToolRuntime | undefined): string | undefined {
+export function unusableRunId(runtime: ToolRuntime | undefined): string | undefined {
   if (!runtime) return undefined;
   for (const [field, value] of [userField(runtime), threadField(runtime)]) {
-    if (isSet(value) && idOf(value) === undefined) return field;
+    if (isSet(value) && idOf(value) === undefined) {
+      return `the run's ${field} is neither a string nor a number, so it names no user or thread`;
+    }
   }
   return undefined;
-}
-
-/** The one line a run with an unusable id field gets (the field named, its value not shown). */
-export function unusableRunIdText(field: string): string {
-  return `the run's ${field} is neither a string nor a number, so it names no user or thread`;
 }
 
 /** The run's per-request secrets: `runtime.context.secrets`, when it is an object. */

@@ -19,7 +19,7 @@ import {
   type TaskToolsInput,
 } from "../mcp";
 import { isOwnText, ToolkitClosedError } from "../shared/errors";
-import { runThreadId, runUserId, unusableRunIdField, unusableRunIdText } from "../shared/identity";
+import { runThreadId, runUserId, unusableRunId } from "../shared/identity";
 import type { Logger } from "../shared/logger";
 import { boundText } from "../shared/text";
 import { TaskCallShortCircuitError } from "./caller";
@@ -154,8 +154,8 @@ export class TaskToolWrapper {
       return content;
     };
     const shownName = neutralizeUntrustedTags(taskName);
-    const unusable = unusableRunIdField(runtime);
-    if (unusable !== undefined) return answer(`Background task '${shownName}' was not started: ${unusableRunIdText(unusable)}`, "error");
+    const unusable = unusableRunId(runtime);
+    if (unusable !== undefined) return answer(`Background task '${shownName}' was not started: ${unusable}`, "error");
     const threadId = runThreadId(runtime);
     if (threadId === undefined) {
       return answer(`Background task '${shownName}' needs a conversation thread: run the agent with a thread_id`, "error");

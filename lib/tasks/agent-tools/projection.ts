@@ -6,7 +6,7 @@
 import { Annotation } from "@langchain/langgraph";
 import { createMiddleware } from "langchain";
 import { z } from "zod";
-import { runThreadId, runUserId, unusableRunIdField } from "../../shared/identity";
+import { runThreadId, runUserId, unusableRunId } from "../../shared/identity";
 import { silentLogger, type Logger } from "../../shared/logger";
 import type { ToolRuntime } from "@langchain/core/tools";
 import { neutralizeUntrustedTags } from "../untrusted";
@@ -72,7 +72,7 @@ export function createBackgroundTasksMiddleware(runtime: { service: Pick<Backgro
       const asTool = run as unknown as ToolRuntime;
       const threadId = runThreadId(asTool);
       // A run whose user or thread cannot be told is not shown the "default" ones' tasks.
-      if (threadId === undefined || unusableRunIdField(asTool) !== undefined) return undefined;
+      if (threadId === undefined || unusableRunId(asTool) !== undefined) return undefined;
       try {
         return { [BACKGROUND_TASKS_KEY]: await projectBackgroundTasks(runtime.service, threadId, runUserId(asTool) ?? "default") };
       } catch (err) {

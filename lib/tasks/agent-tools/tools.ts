@@ -5,7 +5,7 @@
  */
 import { tool, type DynamicStructuredTool, type ToolRuntime } from "@langchain/core/tools";
 import { z } from "zod";
-import { runThreadId, runUserId, unusableRunIdField, unusableRunIdText } from "../../shared/identity";
+import { runThreadId, runUserId, unusableRunId } from "../../shared/identity";
 import { AmbiguousMcpTaskError, McpTaskLookupError } from "../service";
 import type { TaskRecord } from "../store";
 import { neutralizeUntrustedTags } from "../untrusted";
@@ -49,8 +49,8 @@ export function backgroundTaskView(record: TaskRecord): BackgroundTaskView {
 
 /** The run's user (as the submit wrapper resolves it) and thread; or why neither can be told. */
 function scope(runtime: ToolRuntime | undefined): { userId: string; threadId: string | undefined } | { refused: string } {
-  const unusable = unusableRunIdField(runtime);
-  if (unusable !== undefined) return { refused: unusableRunIdText(unusable) };
+  const refused = unusableRunId(runtime);
+  if (refused !== undefined) return { refused };
   return { userId: runUserId(runtime) ?? "default", threadId: runThreadId(runtime) };
 }
 
