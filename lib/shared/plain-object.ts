@@ -1,8 +1,14 @@
-/** A plain object (a literal, `JSON.parse` output, `Object.create(null)`); arrays and class instances are not. */
+/**
+ * A plain object (a literal, `JSON.parse` output, `Object.create(null)`); arrays and class instances are not. Also one
+ * made in another realm, whose prototype is that realm's `Object.prototype`: Node's `fetch` parses a JSON response in
+ * Node's own realm, which is not the code's under jest or in a `vm` context, and a result taken for "not plain" there
+ * went unscrubbed.
+ */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== "object") return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  const proto = Object.getPrototypeOf(value) as { constructor?: unknown } | null;
+  if (proto === Object.prototype || proto === null) return true;
+  return Object.getPrototypeOf(proto) === null && typeof proto.constructor === "function" && proto.constructor.name === "Object" && !Array.isArray(value);
 }
 
 /** `out[key] = value` as an own property, also for "__proto__" (a plain assignment would call its setter). */
