@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import type { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, ToolkitClosedError, type McpToolInterceptor } from "../../lib";
+import { createMcpToolkit, McpToolCallError, RecordingLogger, ToolkitClosedError, type McpToolInterceptor } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture, type StreamableHttpFixtureOptions } from "../fixtures/http-server";
@@ -243,6 +243,29 @@ describe("close() after a reload", () => {
   });
 });
 
+describe("close() called twice at once", () => {
+  test("the second close() too resolves only once every child is gone", async () => {
+    const marker = `close-twice-${randomUUID()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+    const file = await writeConfig(await makeTempDir("mcp-reload-"), {
+      mcpServers: { local: { type: "stdio", ...launch, args: [...launch.args, marker] } },
+    });
+    const toolkit = createMcpToolkit({ configPath: file, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-reload-data-") });
+    try {
+      const [pid] = await toolkit.getTools();
+      await pid.invoke({ type: "tool_call", id: "p", name: pid.name, args: {} }, { context: { user_id: "u" }, configurable: { thread_id: "t" } });
+      expect(pidsWithMarker(marker)).toHaveLength(2); // discovery's child and the thread's
+      const first = toolkit.close();
+      await toolkit.close();
+      // Whoever awaited a close() may exit the process now.
+      expect(pidsWithMarker(marker)).toEqual([]);
+      await first;
+    } finally {
+      for (const p of pidsWithMarker(marker)) process.kill(p, "SIGKILL");
+    }
+  });
+});
+
 describe("a reload that fails", () => {
   test("an old tool answers with an error ToolMessage, not a throw, and shows no local path", async () => {
     const dir = await makeTempDir("mcp-reload-");
@@ -256,6 +279,24 @@ describe("a reload that fails", () => {
       expect(message.status).toBe("error");
       expect(message.content).toBe("MCP tool 'echo' was not called: the MCP configuration could not be loaded (see the logs)");
       expect(String(message.content)).not.toContain(dir);
+    } finally {
+      await toolkit.close();
+    }
+  });
+
+  test("a direct call (a durable task's submit or poll) gets the same line; the path is in the log only", async () => {
+    const dir = await makeTempDir("mcp-reload-");
+    const file = await writeConfig(dir, { mcpServers: { remote: { type: "http", url: http.url } } });
+    const logger = new RecordingLogger();
+    const toolkit = createMcpToolkit({ configPath: file, env: {}, logger });
+    try {
+      await toolkit.getTools();
+      await writeFile(file, '{ "mcpServers": { "remote": ');
+      await toolkit.reset();
+      await expect(toolkit.callTool({ server: "remote", tool: "echo", args: { text: "x" } })).rejects.toThrow(
+        new McpToolCallError("MCP tool 'echo' was not called: the MCP configuration could not be loaded (see the logs)"),
+      );
+      expect(logger.lines.some((r) => r.level === "warn" && r.message.includes(dir))).toBe(true);
     } finally {
       await toolkit.close();
     }

@@ -381,6 +381,26 @@ describe("startup rules", () => {
     expect((await runtime.service.getTask(onOther.id, "ann"))?.last_poll_error).toMatch(/^MCP tool 'job_status' on server 'other' failed: /);
   });
 
+  test("a config left half-written: a poll stores, and a submit tells the model, that it could not be loaded, never the file's path", async () => {
+    const config = baseConfig();
+    delete (config.mcpServers as Partial<typeof config.mcpServers>).local;
+    const s = await setup({ ...config, mcpTasks: { ...config.mcpTasks, tracking_degraded_after_errors: 1 } });
+    const [submitted] = await agentSubmit(s, "jobs_start_job", { label: "a", steps: 50 }, "ann", "th-half");
+    const task = JSON.parse(String(submitted.content)) as SubmittedTask;
+    await writeFile(s.configPath, '{ "mcpServers": { "jobs": ');
+    await expect(s.toolkit.getTools()).rejects.toThrow();
+    const unloadable = (tool: string) => `MCP tool '${tool}' was not called: the MCP configuration could not be loaded (see the logs)`;
+
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(task.task_id, "ann"))?.last_poll_error).toBe(unloadable("job_status"));
+    const [delivery] = s.notifier.deliveriesOf(task.task_id);
+    expect(delivery).toBeDefined();
+    expect(JSON.stringify(delivery)).not.toContain(s.dir);
+
+    const answers = await agentSubmit(s, "jobs_start_job", { label: "b" }, "ann", "th-half");
+    expect(answers.map((m) => m.content)).toEqual([`Background task 'build' was not submitted: ${unloadable("start_job")}`]);
+  });
+
   test("a runtime that made a toolkit of its own (a tick ran first) hands over to the agent's toolkit", async () => {
     const dir = await makeTempDir("task-runtime-");
     const configPath = await writeConfig(dir, baseConfig());

@@ -132,7 +132,7 @@ function reconfiguredText(record: McpToolRecord): string {
 }
 
 /** A call refused because the configuration, changed since its tool was made, cannot be loaded now. */
-export function unloadableText(record: McpToolRecord): string {
+export function unloadableText(record: Pick<McpToolRecord, "rawName">): string {
   return `MCP tool '${record.rawName}' was not called: the MCP configuration could not be loaded (see the logs)`;
 }
 

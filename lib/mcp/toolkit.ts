@@ -264,6 +264,8 @@ export class McpToolkit {
   private readonly loadingPools = new Set<SessionPool>();
   private token = 0;
   private closed = false;
+  /** The one close: a second `close()` resolves with the first, once every child is gone, not at once. */
+  private closing: Promise<void> | null = null;
 
   constructor(private readonly options: McpToolkitOptions = {}) {
     checkToolkitOptions(options);
@@ -297,7 +299,12 @@ export class McpToolkit {
     this.invalidate();
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
+  }
+
+  private async closeOnce(): Promise<void> {
     this.closed = true;
     const current = this.current;
     this.token += 1;
@@ -340,14 +347,19 @@ export class McpToolkit {
     try {
       generation = await this.ensureLoaded();
     } catch (err) {
-      if (err instanceof ToolkitClosedError) throw err;
-      this.logger.warn(`MCP tools could not be reloaded for a call to server '${serverName}': ${(err as Error)?.message ?? String(err)}`);
+      this.reloadFailed(err, `to server '${serverName}'`);
       return "unloadable";
     }
     if (blockedBy(generation, serverName)) return undefined;
     const entry = generation.servers.get(serverName);
     if (!entry || !sameConnection(entry.config, server)) return undefined;
     return { pool: generation.pool, server: entry.config, outputs: generation.outputs.get(serverName) };
+  }
+
+  /** A reload a call needed failed: the config's own error, which names the file, is logged and never reaches the caller. */
+  private reloadFailed(err: unknown, call: string): void {
+    if (err instanceof ToolkitClosedError) throw err;
+    this.logger.warn(`MCP tools could not be reloaded for a call ${call}: ${(err as Error)?.message ?? String(err)}`);
   }
 
   private ensureLoaded(): Promise<Generation> {
@@ -504,7 +516,14 @@ export class McpToolkit {
    */
   async callTool(call: McpDirectToolCall): Promise<McpCallOutcome> {
     if (this.closed) throw new ToolkitClosedError();
-    const generation = this.current ?? (await this.ensureLoaded());
+    let generation: Generation;
+    try {
+      generation = this.current ?? (await this.ensureLoaded());
+    } catch (err) {
+      // The caller (a task's submit or poll) stores or shows the text: a line of its own, as a tool's call gets.
+      this.reloadFailed(err, `to server '${call.server}'`);
+      throw ownText(new McpToolCallError(unloadableText({ rawName: call.tool })));
+    }
     const blocked = blockedBy(generation, call.server);
     if (blocked) throw ownText(new McpToolCallError(blocked.message));
     const entry = generation.servers.get(call.server);
@@ -546,9 +565,7 @@ export class McpToolkit {
     return this.ensureLoaded().then(
       (loaded) => this.invokeOn(loaded, record, visibleName, args, config),
       (err: unknown) => {
-        if (err instanceof ToolkitClosedError) throw err;
-        // The config's own error names the file; the model gets a line of its own.
-        this.logger.warn(`MCP tools could not be reloaded for a call of '${visibleName}': ${(err as Error)?.message ?? String(err)}`);
+        this.reloadFailed(err, `of '${visibleName}'`);
         return toolErrorOutput(unloadableText(record), visibleName, config);
       },
     );
