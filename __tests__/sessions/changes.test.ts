@@ -3,12 +3,14 @@
  * and only a listing whose change time had settled (older than SETTLED_LISTING_MS when read) is ever reused.
  */
 import { describe, expect, test } from "@jest/globals";
+import { spawn } from "node:child_process";
 import { readdirSync, type Dirent } from "node:fs";
 import { mkdir, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, WorkspaceScanner, type WorkspaceSnapshot } from "../../lib/sessions";
 import { readDirUpTo } from "../../lib/sessions/changes";
 import { makeTempDir } from "../fixtures/config";
+import { TSX_CJS_REGISTER } from "../fixtures/stdio";
 
 /** A scanner on real folders whose clock runs `ahead` ms in front, counting the folders it reads. */
 function countingScanner(root: string, ahead: number) {
@@ -224,5 +226,32 @@ describe("WorkspaceScanner", () => {
     const snapshot = await scanner.snapshot();
     expect(reads.sort()).toEqual([".", "docs"]);
     expect([...(snapshot ?? new Map()).keys()].sort()).toEqual([path.join(root, "a.txt"), path.join(root, "docs", "c.txt")]);
+  });
+});
+
+/** Runs fifo-walk.ts in a child: what it printed, or "hung" when it has not returned within the bound. */
+async function walkInChild(walk: "inplace" | "compare"): Promise<string> {
+  const root = await realpath(await makeTempDir("mcp-scanner-fifo-"));
+  const child = spawn(process.execPath, ["--require", TSX_CJS_REGISTER, path.join(__dirname, "..", "fixtures", "fifo-walk.ts"), root, walk], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  child.stdout.on("data", (chunk: Buffer) => (out += String(chunk)));
+  const exited = new Promise<string>((resolve) => child.once("exit", () => resolve(out.trim())));
+  let timer: NodeJS.Timeout | undefined;
+  // A bound, not a synchronisation: a walk blocked on the FIFO never returns.
+  const hung = new Promise<string>((resolve) => (timer = setTimeout(() => resolve("hung"), 10_000)));
+  const outcome = await Promise.race([exited, hung]);
+  clearTimeout(timer);
+  if (outcome === "hung") {
+    child.kill("SIGKILL");
+    await exited;
+  }
+  return outcome;
+}
+
+describe("a listed file a process of the thread replaces by a FIFO (no writer) during the walk", () => {
+  test.each(["inplace", "compare"] as const)("%s: the walk returns; the FIFO is never opened waiting for a writer", async (walk) => {
+    expect(await walkInChild(walk)).toBe("walked");
   });
 });

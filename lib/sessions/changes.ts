@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { lstatSync, opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
-import { lstat, opendir, readFile, stat } from "node:fs/promises";
+import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { lstat, open, opendir, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
 
@@ -72,12 +72,39 @@ function digestOf(content: Uint8Array): string {
   return createHash("sha256").update(content).digest("base64");
 }
 
+/**
+ * A process of the thread may put a FIFO, or a link to a device, where the walk listed a file: it is opened without
+ * waiting for a writer and without following a link, and read only when it is still a regular file within the bound.
+ */
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+function readRegularFile(file: string): Buffer | undefined {
+  const fd = openSync(file, READ_FLAGS);
+  try {
+    const info = fstatSync(fd);
+    return info.isFile() && info.size <= RACY_DIGEST_MAX_BYTES ? readFileSync(fd) : undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function readRegularFileAsync(file: string): Promise<Buffer | undefined> {
+  const handle = await open(file, READ_FLAGS);
+  try {
+    const info = await handle.stat();
+    return info.isFile() && info.size <= RACY_DIGEST_MAX_BYTES ? await handle.readFile() : undefined;
+  } finally {
+    await handle.close();
+  }
+}
+
 /** The stamp, with the content's digest when the file is racy and can be read. */
 function stampWithDigest(file: string, info: BigIntStats, digests: DigestBudget): string {
   const stamp = stampOf(info);
   if (!digests.take(info)) return stamp;
   try {
-    return `${stamp}${DIGEST_MARK}${digestOf(readFileSync(file))}`;
+    const content = readRegularFile(file);
+    return content === undefined ? stamp : `${stamp}${DIGEST_MARK}${digestOf(content)}`;
   } catch {
     return stamp;
   }
@@ -87,7 +114,8 @@ async function stampWithDigestAsync(file: string, info: BigIntStats, digests: Di
   const stamp = stampOf(info);
   if (!digests.take(info)) return stamp;
   try {
-    return `${stamp}${DIGEST_MARK}${digestOf(await readFile(file))}`;
+    const content = await readRegularFileAsync(file);
+    return content === undefined ? stamp : `${stamp}${DIGEST_MARK}${digestOf(content)}`;
   } catch {
     return stamp;
   }
@@ -96,9 +124,8 @@ async function stampWithDigestAsync(file: string, info: BigIntStats, digests: Di
 /** The file's content digest now, or undefined when it cannot be read or is too large to hash. */
 function digestNow(file: string): string | undefined {
   try {
-    const info = statSync(file, { throwIfNoEntry: false });
-    if (!info || info.size > RACY_DIGEST_MAX_BYTES) return undefined;
-    return digestOf(readFileSync(file));
+    const content = readRegularFile(file);
+    return content === undefined ? undefined : digestOf(content);
   } catch {
     return undefined;
   }
