@@ -7,7 +7,7 @@ import { mkdir, realpath, rename, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import {
   changedFiles,
   mayTranslatePaths,
@@ -585,6 +585,45 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.status).toBe("success");
     expect(String(message.content).startsWith(`✓ wrote ${V}/workspace/out.bin 0123456789abcdef0123456789`)).toBe(true);
     expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out.bin`] });
+  });
+});
+
+describe("an interceptor that sends a call again (a retry)", () => {
+  let toolkit: McpToolkit;
+  let graph: ToolNodeGraph;
+  // The first attempt writes first.txt, then fails (an isError result, or a throw); the retry writes second.txt.
+  const retry: McpToolInterceptor = async (request, next) => {
+    const again = () => next(request.override({ args: { ...request.args, path: "second.txt" } }));
+    try {
+      const first = await next(request);
+      return (first as CallToolResult).isError ? again() : first;
+    } catch {
+      return again();
+    }
+  };
+  const failFirst: McpToolInterceptor = async (request, next) => {
+    const outcome = await next(request);
+    if (request.args.path !== "first.txt") return outcome;
+    if (request.args.say === "throw") throw new Error("transient");
+    return { ...(outcome as CallToolResult), isError: true };
+  };
+  beforeAll(async () => {
+    const configPath = await writeConfig(await makeTempDir("mcp-paths-cfg-"), {
+      mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file"] }) } },
+    });
+    const dataDir = await realpath(await makeTempDir("mcp-paths-data-"));
+    toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir, interceptors: [retry, failFirst] });
+    graph = toolNodeGraph(await toolkit.getTools());
+  });
+  afterAll(async () => {
+    await toolkit.close();
+  });
+
+  test.each(["ok", "throw"])("every attempt's files are listed, not only the last one's (first attempt: %s)", async (say) => {
+    const run = { context: { user_id: "u" }, configurable: { thread_id: `retry-${say}` } };
+    const message = await callThroughGraph(graph, "local_write_file", { path: "first.txt", content: "x", say }, run);
+    expect(message.status).toBe("success");
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/first.txt`, `${V}/workspace/second.txt`] });
   });
 });
 

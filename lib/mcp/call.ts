@@ -16,7 +16,7 @@ import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpT
 import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
-import { changedFiles } from "../sessions/changes";
+import { changedFiles, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isExpiredSession } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
@@ -288,7 +288,9 @@ function sendToServer(
     const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;
     try {
-      const before = scanner ? (scanner.snapshotInPlace() ?? (await scanner.snapshotLarge())) : null;
+      // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
+      if (scanner && workspace.before === undefined) workspace.before = scanner.snapshotInPlace() ?? (await scanner.snapshotLarge());
+      const before = workspace.before ?? null;
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
       const broken = outputs?.violation(request.toolName, result);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
@@ -377,6 +379,8 @@ function toToolOutput(
 /** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
 export interface CallWorkspace {
   context?: PathContext;
+  /** The workspace before the call's first attempt (`null`: too large to list). */
+  before?: WorkspaceSnapshot;
 }
 
 /**
