@@ -124,6 +124,26 @@ describe("creations that do not finish leave no child", () => {
     expect(await pidIn(graph, "local_pid", "cancelled")).not.toBe(discoveryChild[0]);
   });
 
+  test("a creation cancelled while another scope's creation comes up at the bound costs no third scope its child", async () => {
+    const marker = `bound-pending-${randomUUID()}`;
+    // A thread named hang-* gets a child that never answers initialize; every other thread the bash server.
+    const script = `case "$PWD" in */threads/hang-*) exec -a "hang-$1" sleep 600;; esac; exec bash "$0" "$1"`;
+    const { toolkit } = await toolkitWith({ sh: { type: "stdio", command: "bash", args: ["-c", script, SH_SERVER, marker] } }, { maxStdioSessions: 3 });
+    const graph = toolNodeGraph(await toolkit.getTools()); // discovery's child, in the default scope
+    const a = await pidIn(graph, "sh_pid", "a");
+    const b = await pidIn(graph, "sh_pid", "b"); // three live: the bound
+    const controller = new AbortController();
+    const hung = graph.invoke({ messages: [toolCalls([{ name: "sh_pid", args: {} }])] }, { ...scope("hang-1"), signal: controller.signal });
+    await waitFor(() => pidsWithMarker(marker).length === 4);
+    // "c" comes up while hang-1 is starting: room is made for it alone (the default scope's child goes).
+    const c = await pidIn(graph, "sh_pid", "c");
+    controller.abort(new Error("user cancelled"));
+    await expect(hung).rejects.toThrow();
+    await waitFor(() => pidsWithMarker(marker).length === 3);
+    expect(pidsWithMarker(marker).sort()).toEqual([a, b, c].sort());
+    expect(await pidIn(graph, "sh_pid", "a")).toBe(a);
+  });
+
   test("close() while a child is being created leaves no child and does not resurrect the session", async () => {
     const marker = `bound-close-${randomUUID()}`;
     const launch = stdioFixture({ name: "slow", initDelayMs: 800, toolNames: ["pid"] });

@@ -283,11 +283,16 @@ export class SessionPool {
    */
   private evictStdio(): void {
     if (this.stdioCount <= this.maxStdioSessions) return;
+    // Starts still under way are neither counted nor evicted: one that then fails or is cancelled must cost no other
+    // scope its child (each makes room for itself once it is up).
+    let connected = 0;
+    for (const entry of this.entries.values()) if (!entry.closesWhenIdle && entry.session) connected += 1;
     for (const entry of this.entries.values()) {
-      if (this.stdioCount <= this.maxStdioSessions) break;
-      if (entry.closesWhenIdle) continue;
+      if (connected <= this.maxStdioSessions) break;
+      if (entry.closesWhenIdle || !entry.session) continue;
       this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
       this.drain(entry);
+      connected -= 1;
     }
   }
 
