@@ -65,7 +65,8 @@ describe("the first user field that is set decides", () => {
     });
     expect(message.status).toBe("error");
     expect(message.content).toBe(
-      "MCP server 'remote' needs a per-user credential (user_auth, header 'X-User-Token'), but the run has no user id (context.user_id)",
+      "MCP server 'remote' needs a per-user credential (user_auth, header 'X-User-Token'), but the run's " +
+        "configurable.langgraph_auth_user_id is neither a string nor a number, so it names no user or thread",
     );
   });
 });

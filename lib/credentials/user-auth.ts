@@ -2,7 +2,7 @@ import type { McpUserAuthConfig } from "../config";
 import { rewritingInterceptor, type McpToolInterceptor } from "../shared/interceptor";
 import { assertSendableHeader, CredentialError, MergedHeaders, mergeHeaders } from "../shared/headers";
 import { ownText } from "../shared/errors";
-import { runUserId } from "../shared/identity";
+import { runUserId, unusableRunUserId } from "../shared/identity";
 
 const USER_ID_SHOWN_CHARS = 64;
 
@@ -27,7 +27,7 @@ export function userAuthInterceptor(serverName: string, config: McpUserAuthConfi
       if (config.on_missing === "passthrough") return request;
       throw ownText(new CredentialError(
         userId === undefined
-          ? `MCP server '${serverName}' needs a per-user credential (user_auth, header '${config.header}'), but the run has no user id (context.user_id)`
+          ? `MCP server '${serverName}' needs a per-user credential (user_auth, header '${config.header}'), but ${unusableRunUserId(request.runtime) ?? "the run has no user id (context.user_id)"}`
           : `MCP server '${serverName}' has no user_auth credential for user '${shownUserId(userId)}' (header '${config.header}')`,
       ));
     }

@@ -68,13 +68,16 @@ export function runThreadId(runtime: ToolRuntime | undefined): string | undefine
  * without one shares.
  */
 export function unusableRunId(runtime: ToolRuntime | undefined): string | undefined {
-  if (!runtime) return undefined;
-  for (const [field, value] of [userField(runtime), threadField(runtime)]) {
-    if (isSet(value) && idOf(value) === undefined) {
-      return `the run's ${field} is neither a string nor a number, so it names no user or thread`;
-    }
-  }
-  return undefined;
+  return runtime ? (unusableText(userField(runtime)) ?? unusableText(threadField(runtime))) : undefined;
+}
+
+/** `unusableRunId` for the user alone (the `user_auth` layer has no use for the thread). */
+export function unusableRunUserId(runtime: ToolRuntime | undefined): string | undefined {
+  return runtime ? unusableText(userField(runtime)) : undefined;
+}
+
+function unusableText([field, value]: IdField): string | undefined {
+  return isSet(value) && idOf(value) === undefined ? `the run's ${field} is neither a string nor a number, so it names no user or thread` : undefined;
 }
 
 /** The run's per-request secrets: `runtime.context.secrets`, when it is an object. */
