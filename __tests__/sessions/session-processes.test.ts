@@ -1,5 +1,7 @@
 import { describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
 import { createMcpToolkit, McpServerSchema, RecordingLogger } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { endProcesses, SESSION_TAG_ENV, taggedProcesses } from "../../lib/sessions/session-processes";
@@ -160,7 +162,9 @@ describe("what a stdio server started ends with its session", () => {
           signal: caller.signal,
         });
         acquiring.catch(() => undefined);
-        const counts = () => [started, bare, child].map((m) => pidsWithMarker(m).length);
+        // Counted once each runs `sleep <marker>`: before its exec, a forked shell's command line holds every marker, and
+        // one read during the exec can find it empty.
+        const counts = () => [started, bare, child].map((m) => sleepersOf(m).length);
         await waitUntil(() => counts().every((n) => n === 1));
         // The counts themselves, so a failure shows which process was missing or doubled.
         expect(counts()).toEqual([1, 1, 1]);
@@ -179,6 +183,18 @@ describe("what a stdio server started ends with its session", () => {
     20_000,
   );
 });
+
+/** Live processes running `sleep <marker>` (any path to sleep), found by their exact arguments. */
+function sleepersOf(marker: string): number[] {
+  return pidsWithMarker(marker).filter((pid) => {
+    try {
+      const [program, ...args] = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((arg) => arg !== "");
+      return path.basename(program ?? "") === "sleep" && args.length === 1 && args[0] === marker;
+    } catch {
+      return false;
+    }
+  });
+}
 
 describe("endProcesses", () => {
   test("signals a process only while its pid still names the process that was found (same start time)", async () => {
