@@ -97,7 +97,10 @@ describe("prebuilt ToolNode in a StateGraph", () => {
       await gone.close();
       const message = await callThroughGraph(graph, "gone_echo", { text: "after" });
       expect(message.status).toBe("error");
-      expect(message.content).toBe("MCP tool 'echo' on server 'gone' failed: fetch failed");
+      expect(message.content).toBe(
+        "MCP tool 'echo' on server 'gone' failed: the server closed the connection before it answered (it restarted or " +
+          "dropped the call). The call was not sent again; a new session serves the next call.",
+      );
     } finally {
       await own.close();
     }

@@ -3,14 +3,15 @@
  * transparently, for discovery; a tool call already sent gets a clear error and is not sent again; the next call
  * works on a new session.
  */
-import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, ToolkitClosedError, type McpToolkit } from "../../lib";
 import { discoverServer } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
-import { findToolCall } from "../fixtures/http-common";
+import { findToolCall, type RecordedRequest } from "../fixtures/http-common";
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
+import { startProxy, sessionNotFound } from "../fixtures/proxy";
 import { startSseFixture } from "../fixtures/sse-server";
 import { waitUntil } from "../fixtures/processes";
 
@@ -144,6 +145,25 @@ describe("closing never waits on the server for long, and leaves nothing open", 
       await pool.close();
       expect(silent.requests.some((r) => r.method === "DELETE" && r.sessionId === sessionId)).toBe(true);
       expect(pool.live).toBe(0);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  test.each([false, true])("a call still running when its session closes has its request ended by the client (plain JSON answers: %s)", async (jsonResponse) => {
+    // The server never answers the DELETE, so only the client can end the call's open request.
+    const silent = await startHttpFixture({ name: "silent", toolNames: ["slow"], hangOnDelete: true, jsonResponse });
+    const server = McpServerSchema.parse({ type: "http", url: silent.url });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null, sessionDeleteTimeoutMs: 50 });
+    try {
+      const lease = await pool.acquire("silent", server, { headers: {}, initTimeoutMs: 5000 });
+      const running = lease.session.client.callTool({ name: "slow", arguments: { ms: 600_000 } });
+      running.catch(() => undefined);
+      const call = await silent.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      lease.release();
+      await pool.close();
+      await expect(running).rejects.toThrow();
+      await silent.responseClosed(call);
     } finally {
       await silent.close();
     }
@@ -359,5 +379,71 @@ describe("a call running when the server forgets its session (expiry, restart)",
       expect(fx.requests.some((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined)).toBe(true);
       expect(fx.requests.filter((r) => r.rpcMethods?.includes("tools/call"))).toHaveLength(1);
     });
+  });
+});
+
+describe("a server that answers calls with plain JSON (no SSE stream to watch)", () => {
+  let fixture: StreamableHttpFixture;
+  let jsonToolkit: McpToolkit;
+  afterEach(async () => {
+    await jsonToolkit?.close();
+    await fixture?.close();
+  });
+  async function jsonGraph(timeout: number): Promise<ToolNodeGraph> {
+    fixture = await startHttpFixture({ name: "json", toolNames: ["echo", "slow"], jsonResponse: true });
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-json-"), {
+      mcpServers: { json: { type: "http", url: fixture.url, tool_call_timeout: timeout } },
+    });
+    jsonToolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    return toolNodeGraph(await jsonToolkit.getTools());
+  }
+  const slowCall = (ms: number) => (r: RecordedRequest) =>
+    r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { name: string; arguments: { ms?: number } } }).params.arguments.ms === ms;
+
+  test("a restart during a call (connections cut, sessions forgotten): one clear error, not sent again; the next call works on a new session", async () => {
+    const graph = await jsonGraph(600);
+    const running = callThroughGraph(graph, "json_slow", { ms: 600_000 });
+    const slow = await fixture.waitForRequest(slowCall(600_000));
+    await fixture.restart();
+    const failed = await running;
+    expect(failed.status).toBe("error");
+    expect(failed.content).toBe(
+      "MCP tool 'slow' on server 'json' failed: the server closed the connection before it answered (it restarted or dropped " +
+        "the call). The call was not sent again; a new session serves the next call.",
+    );
+    const after = await callThroughGraph(graph, "json_echo", { text: "after" });
+    expect([after.status, after.content]).toEqual(["success", "after"]);
+    expect(findToolCall(fixture.requests, "after")!.sessionId).not.toBe(slow.sessionId);
+    expect(fixture.requests.filter(slowCall(600_000))).toHaveLength(1);
+  });
+
+  test("a call given up (tool_call_timeout) leaves no request open on the server, call after call; the session keeps serving", async () => {
+    const graph = await jsonGraph(0.2);
+    for (let i = 0; i < 3; i += 1) {
+      const message = await callThroughGraph(graph, "json_slow", { ms: 600_000 + i });
+      expect(message.content).toContain("tool_call_timeout");
+      const call = await fixture.waitForRequest(slowCall(600_000 + i));
+      // The server never answers a cancelled request: only the client can end it.
+      await fixture.responseClosed(call);
+      expect((await callThroughGraph(graph, "json_echo", { text: `after ${i}` })).content).toBe(`after ${i}`);
+    }
+  });
+});
+
+describe("a server that forgets a session between its initialize and notifications/initialized", () => {
+  test("discovery re-initializes once, transparently (the 404 is on the session's id)", async () => {
+    const proxy = await startProxy(http.url);
+    let forgotten = false;
+    proxy.rule = (r) => (r.rpcMethod === "notifications/initialized" && !forgotten ? ((forgotten = true), sessionNotFound) : undefined);
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: proxy.url("/mcp"), session_init_timeout: 5 });
+    try {
+      const tools = await discoverServer({ serverName: "remote", server, headers: async () => ({}), secrets: [] }, pool);
+      expect(tools.map((t) => t.definition.name)).toEqual(["echo"]);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "initialize")).toHaveLength(2);
+    } finally {
+      await pool.close();
+      await proxy.close();
+    }
   });
 });

@@ -60,6 +60,20 @@ describe("a call whose stream the server can resume, when the server goes away f
   }, 40_000);
 });
 
+describe("requests answered", () => {
+  test.each([false, true])("leave nothing tracked, answers in plain JSON: %s (an unknown tool's error result too)", async (jsonResponse) => {
+    fx = await startHttpFixture({ name: "answered", toolNames: ["echo"], jsonResponse });
+    const { client, watch } = await watchedClient(fx, {});
+    try {
+      for (const text of ["a", "b", "c"]) expect((await client.callTool({ name: "echo", arguments: { text } })).content).toEqual([{ type: "text", text }]);
+      await expect(client.callTool({ name: "no_such_tool", arguments: {} })).resolves.toMatchObject({ isError: true });
+      expect(watch.tracked).toBe(0);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("a call the client gave up", () => {
   test.each([
     ["a server that cannot resume streams", false],
@@ -144,6 +158,8 @@ describe("a call the client gave up", () => {
         if (!isCall(init)) return;
         await post.held();
         if (then === "fails") throw new TypeError("fetch failed");
+        // Already on the wire: the watch's abort no longer stops it, its response comes.
+        return { ...init, signal: undefined };
       },
     });
     try {
@@ -203,14 +219,13 @@ async function giveUpWhenHeld(client: Client, fixture: StreamableHttpFixture, to
  */
 async function watchedClient(
   fixture: StreamableHttpFixture,
-  hold: { outer?: (init: RequestInit | undefined) => Promise<void>; network?: (init: RequestInit | undefined) => Promise<void> },
+  hold: { outer?: (init: RequestInit | undefined) => Promise<void>; network?: (init: RequestInit | undefined) => Promise<RequestInit | void> },
 ): Promise<{ client: Client; network: RequestInit[]; watch: LostCallWatch }> {
   const watch = new LostCallWatch();
   const network: RequestInit[] = [];
   const watched = watch.fetch(async (input, init) => {
     network.push(init ?? {});
-    await hold.network?.(init);
-    return fetch(input, init);
+    return fetch(input, (await hold.network?.(init)) ?? init);
   });
   const transport = new StreamableHTTPClientTransport(new URL(fixture.url), {
     reconnectionOptions: RECONNECTION,

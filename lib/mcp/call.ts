@@ -17,7 +17,7 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles, type WorkspaceSnapshot } from "../sessions/changes";
-import { isConnectionClosed, isExpiredSession } from "../sessions/expired";
+import { isConnectionClosed, isDroppedConnection, isExpiredSession } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -102,6 +102,13 @@ function lostText(record: McpToolRecord): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server ended the call's response stream without ` +
     "an answer (it restarted, expired the session or dropped the call). The call was not sent again; a new session serves the next call."
+  );
+}
+
+function droppedText(record: McpToolRecord): string {
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' failed: the server closed the connection before it answered ` +
+    "(it restarted or dropped the call). The call was not sent again; a new session serves the next call."
   );
 }
 
@@ -329,6 +336,11 @@ function sendToServer(
         // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(lostText(record)));
+      }
+      if (!stdio && isDroppedConnection(err)) {
+        // As a lost call: the next call starts a new session rather than meet the 404 first.
+        pool.invalidate(lease.session);
+        throw ownText(new McpToolCallError(droppedText(record)));
       }
       throw err;
     } finally {

@@ -11,7 +11,7 @@ import type { Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { MAX_TIMER_MS } from "../shared/timers";
-import { isConnectionClosed, isExpiredSession, isLostCall, type SessionPool } from "../sessions";
+import { isConnectionClosed, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
 import { boundText, escapeControls } from "../shared/text";
 import { shownToolName } from "./names";
 
@@ -188,7 +188,11 @@ export async function discoverServer(
     seen.headers = headers;
     let expired = false;
     const listOnce = async () => {
-      const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal });
+      const lease = await pool.acquire(serverName, server, { headers, initTimeoutMs: timeoutMs, signal }).catch((err: unknown) => {
+        // Forgotten between its initialize and the end of the handshake: a 404 on its id, not on `initialize`.
+        expired = isExpiredWhileStarting(err);
+        throw err;
+      });
       try {
         return await listAllTools(lease.session.client, signal);
       } catch (err) {

@@ -19,3 +19,27 @@ export function isExpiredSession(err: unknown, transport: Transport | undefined)
 export function isConnectionClosed(err: unknown): boolean {
   return err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
 }
+
+/** undici's codes for a connection the server closed or reset under a request (a restart, a crash). */
+const DROPPED_CONNECTION_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+
+/**
+ * A request whose connection the server cut before the response began: a plain-JSON answer (or an SSE one not started
+ * yet) has no stream for `LostCallWatch` to see end. Duck-typed: fetch's errors come from another realm under a VM.
+ */
+export function isDroppedConnection(err: unknown): boolean {
+  const code = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return (err as Error | null)?.name === "TypeError" && typeof code === "string" && DROPPED_CONNECTION_CODES.has(code);
+}
+
+const expiredWhileStarting = new WeakSet<object>();
+
+/** Notes a failed connect whose handshake met a 404 on the session id the server had just given (it forgot it at once). */
+export function noteExpiredWhileStarting(err: unknown, transport: Transport): void {
+  if (typeof err === "object" && err !== null && isExpiredSession(err, transport)) expiredWhileStarting.add(err);
+}
+
+/** Whether a session failed to start because the server forgot it before its handshake ended (see `noteExpiredWhileStarting`). */
+export function isExpiredWhileStarting(err: unknown): boolean {
+  return typeof err === "object" && err !== null && expiredWhileStarting.has(err);
+}

@@ -124,10 +124,56 @@ export const RECONNECTION = {
 /** A request's answer stream, while its answer has not come. */
 interface AnswerStream {
   readonly body: ReadableStream<Uint8Array>;
+  /** Its request's own abort, linked to the transport's signal until the answer came or the stream ended. */
+  readonly abort: LinkedAbort;
   /** The SDK's reader at the end of its pipeline, once it has one. */
   reader?: ReadableStreamDefaultReader<ParsedEvent>;
   lastEventId?: string;
 }
+
+/**
+ * A request's own abort, so that the watch can end a request it saw given up, while the transport's signal (which the
+ * SDK aborts on close) still ends it too. One listener per transport signal aborts every linked request: a listener
+ * per request, or `AbortSignal.any`, would pile up on a signal that lives as long as the session (on Node 20,
+ * `AbortSignal.any` keeps every combined signal and costs ~10 µs a call once there are many).
+ */
+class LinkedAbort {
+  readonly controller = new AbortController();
+
+  constructor(
+    private readonly links: Links,
+    private readonly outer: AbortSignal | null | undefined,
+  ) {
+    if (!outer) return;
+    if (outer.aborted) {
+      this.controller.abort(outer.reason);
+      return;
+    }
+    let linked = links.get(outer);
+    if (linked === undefined) {
+      const all = new Set<LinkedAbort>();
+      linked = all;
+      links.set(outer, all);
+      outer.addEventListener(
+        "abort",
+        () => {
+          for (const each of all) each.controller.abort(outer.reason);
+          links.delete(outer);
+        },
+        { once: true },
+      );
+    }
+    linked.add(this);
+  }
+
+  /** The request's response is read, or no longer watched: the transport's close need not reach it through here. */
+  unlink(): void {
+    if (this.outer) this.links.get(this.outer)?.delete(this);
+  }
+}
+
+/** The requests linked to each transport signal (a watch's transport has one at a time). */
+type Links = Map<AbortSignal, Set<LinkedAbort>>;
 
 /** A stream the SDK will resume: the request it answers and the tries that failed so far. */
 interface Resumption {
@@ -160,16 +206,19 @@ export class LostCallWatch {
   private readonly pending = new Map<string, AnswerStream>();
   /** Requests whose stream ended resumable, by the last event id the SDK resumes from. */
   private readonly resuming = new Map<string, Resumption>();
-  /** Requests posted whose response has not arrived yet, and those of them given up meanwhile. */
-  private readonly posting = new Set<string>();
+  /** Requests posted whose response has not arrived yet (each with the abort of its fetch), and those of them given up meanwhile. */
+  private readonly posting = new Map<string, LinkedAbort>();
   private readonly givenUpPosting = new Set<string>();
   /** Last event ids of given-up streams: the SDK's resumption of one is answered here, without the network. */
   private readonly givenUpStreams = new Set<string>();
+  private readonly links: Links = new Map();
   private transport: Transport | undefined;
 
   /** Requests and streams the watch still holds anything for (for tests and diagnostics). */
   get tracked(): number {
-    return this.pending.size + this.resuming.size + this.posting.size + this.givenUpPosting.size + this.givenUpStreams.size;
+    let linked = 0;
+    for (const set of this.links.values()) linked += set.size;
+    return this.pending.size + this.resuming.size + this.posting.size + this.givenUpPosting.size + this.givenUpStreams.size + linked;
   }
 
   /** Sees every message the transport hands the client, to know which requests were answered. */
@@ -180,7 +229,7 @@ export class LostCallWatch {
       // Set by the client as it connects, before start().
       const deliver = transport.onmessage;
       transport.onmessage = <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => {
-        if ("id" in message && !("method" in message) && message.id !== undefined) this.pending.delete(String(message.id));
+        if ("id" in message && !("method" in message) && message.id !== undefined) this.answered(String(message.id));
         deliver?.(message, extra);
       };
       return start();
@@ -199,25 +248,36 @@ export class LostCallWatch {
       if (cancelled !== undefined) this.giveUp(String(cancelled));
       const id = requestIdOf(init);
       const key = id === undefined ? undefined : String(id);
-      if (key !== undefined) this.posting.add(key);
+      if (key === undefined) return base(input, init);
+      const abort = new LinkedAbort(this.links, init?.signal);
+      this.posting.set(key, abort);
       let response: Response;
       let givenUp = false;
       try {
-        response = await base(input, init);
+        response = await base(input, { ...init, signal: abort.controller.signal });
+      } catch (err) {
+        abort.unlink();
+        // Given up while its response was awaited (a plain-JSON answer comes only with the result, which the server never
+        // sends for a cancelled request): the fetch was aborted, and the SDK, which already gave the call up, is told
+        // nothing more.
+        if (abort.controller.signal.aborted && this.givenUpPosting.has(key)) return new Response(null, { status: 202 });
+        throw err;
       } finally {
-        if (key !== undefined) {
-          this.posting.delete(key);
-          givenUp = this.givenUpPosting.delete(key);
-        }
+        this.posting.delete(key);
+        givenUp = this.givenUpPosting.delete(key);
       }
       const type = response.headers.get("content-type")?.toLowerCase();
-      if (id === undefined || !response.ok || response.body === null || !type?.includes("text/event-stream")) return response;
+      if (!response.ok || response.body === null || !type?.includes("text/event-stream")) {
+        abort.unlink();
+        return response;
+      }
       if (givenUp) {
+        abort.unlink();
         // Given up before its stream opened: closed unread (the SDK reads no event, so it resumes nothing).
         void response.body.cancel().catch(() => undefined);
         return response;
       }
-      this.watch(response.body, id);
+      this.watch(response.body, id!, abort);
       return response;
     };
   }
@@ -242,7 +302,8 @@ export class LostCallWatch {
       void response.body?.cancel().catch(() => undefined);
       return noStreamOffered();
     }
-    if (response.ok && response.body !== null) this.watch(response.body, resumed.id);
+    // Read with the transport's own signal: nothing of the watch's to link.
+    if (response.ok && response.body !== null) this.watch(response.body, resumed.id, new LinkedAbort(this.links, undefined));
     else if (refusesResumption(response.status)) setImmediate(() => this.lost(resumed.id));
     // A redirect: the SDK follows it (with the same event id) or, across origins, fails the try; not counted, so a
     // redirect off the origin on every try leaves the call to its timeout.
@@ -258,8 +319,8 @@ export class LostCallWatch {
     else this.resuming.set(from, resumed);
   }
 
-  private watch(body: ReadableStream<Uint8Array>, id: RequestId): void {
-    const stream: AnswerStream = { body };
+  private watch(body: ReadableStream<Uint8Array>, id: RequestId, abort: LinkedAbort): void {
+    const stream: AnswerStream = { body, abort };
     this.pending.set(String(id), stream);
     observeReads(
       body,
@@ -270,6 +331,7 @@ export class LostCallWatch {
           return;
         }
         // Ended or broken. Checked once the client has handled what it read last.
+        abort.unlink();
         setImmediate(() => this.ended(id, stream));
       },
       (reader) => (stream.reader = reader),
@@ -284,15 +346,24 @@ export class LostCallWatch {
     else this.lost(id);
   }
 
+  /** The answer to request `key` came: its stream ends on its own. */
+  private answered(key: string): void {
+    this.pending.get(key)?.abort.unlink();
+    this.pending.delete(key);
+  }
+
   /** The client gave up request `key` (it sent `notifications/cancelled`): its stream is closed, not resumed. */
   private giveUp(key: string): void {
-    if (this.posting.has(key)) {
+    const posting = this.posting.get(key);
+    if (posting !== undefined) {
       this.givenUpPosting.add(key);
+      posting.controller.abort();
       return;
     }
     const stream = this.pending.get(key);
     if (stream === undefined) return;
     this.pending.delete(key);
+    stream.abort.unlink();
     if (stream.lastEventId !== undefined) {
       // The SDK resumes a stream that ended (or ends when closed here) with event ids: that GET is answered here.
       this.resuming.delete(stream.lastEventId);

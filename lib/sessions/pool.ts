@@ -7,6 +7,7 @@ import type { Logger } from "../shared/logger";
 import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
+import { noteExpiredWhileStarting } from "./expired";
 import { withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
@@ -436,6 +437,7 @@ export class SessionPool {
       );
     } catch (err) {
       this.forget(entry);
+      noteExpiredWhileStarting(err, transport);
       if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
         // A server that gave the session an id before its initialization failed keeps it until told; the caller
         // hears of the failure now, close() waits for the DELETE.
