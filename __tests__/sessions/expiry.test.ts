@@ -3,7 +3,7 @@
  * transparently, for discovery; a tool call already sent gets a clear error and is not sent again; the next call
  * works on a new session.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, ToolkitClosedError, type McpToolkit } from "../../lib";
 import { discoverServer } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions";
@@ -383,50 +383,40 @@ describe("a call running when the server forgets its session (expiry, restart)",
 });
 
 describe("a server that answers calls with plain JSON (no SSE stream to watch)", () => {
-  let fixture: StreamableHttpFixture;
-  let jsonToolkit: McpToolkit;
-  afterEach(async () => {
-    await jsonToolkit?.close();
-    await fixture?.close();
-  });
-  async function jsonGraph(timeout: number): Promise<ToolNodeGraph> {
-    fixture = await startHttpFixture({ name: "json", toolNames: ["echo", "slow"], jsonResponse: true });
-    const configPath = await writeConfig(await makeTempDir("mcp-expiry-json-"), {
-      mcpServers: { json: { type: "http", url: fixture.url, tool_call_timeout: timeout } },
-    });
-    jsonToolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    return toolNodeGraph(await jsonToolkit.getTools());
-  }
+  const jsonServer = () => startHttpFixture({ name: "json", toolNames: ["echo", "slow"], jsonResponse: true });
   const slowCall = (ms: number) => (r: RecordedRequest) =>
-    r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { name: string; arguments: { ms?: number } } }).params.arguments.ms === ms;
+    r.rpcMethods?.includes("tools/call") === true && (r.body as { params: { arguments: { ms?: number } } }).params.arguments.ms === ms;
 
   test("a restart during a call (connections cut, sessions forgotten): one clear error, not sent again; the next call works on a new session", async () => {
-    const graph = await jsonGraph(600);
-    const running = callThroughGraph(graph, "json_slow", { ms: 600_000 });
-    const slow = await fixture.waitForRequest(slowCall(600_000));
-    await fixture.restart();
-    const failed = await running;
-    expect(failed.status).toBe("error");
-    expect(failed.content).toBe(
-      "MCP tool 'slow' on server 'json' failed: the server closed the connection before it answered (it restarted or dropped " +
-        "the call). The call was not sent again; a new session serves the next call.",
-    );
-    const after = await callThroughGraph(graph, "json_echo", { text: "after" });
-    expect([after.status, after.content]).toEqual(["success", "after"]);
-    expect(findToolCall(fixture.requests, "after")!.sessionId).not.toBe(slow.sessionId);
-    expect(fixture.requests.filter(slowCall(600_000))).toHaveLength(1);
+    const fixture = await jsonServer();
+    await withOwnToolkit(fixture, "json", { tool_call_timeout: 600 }, async (graph) => {
+      const running = callThroughGraph(graph, "json_slow", { ms: 600_000 });
+      const slow = await fixture.waitForRequest(slowCall(600_000));
+      await fixture.restart();
+      const failed = await running;
+      expect([failed.status, failed.content]).toEqual([
+        "error",
+        "MCP tool 'slow' on server 'json' failed: the server closed the connection before it answered (it restarted or dropped " +
+          "the call). The call was not sent again; a new session serves the next call.",
+      ]);
+      const after = await callThroughGraph(graph, "json_echo", { text: "after" });
+      expect([after.status, after.content]).toEqual(["success", "after"]);
+      expect(findToolCall(fixture.requests, "after")!.sessionId).not.toBe(slow.sessionId);
+      expect(fixture.requests.filter(slowCall(600_000))).toHaveLength(1);
+    });
   });
 
   test("a call given up (tool_call_timeout) leaves no request open on the server, call after call; the session keeps serving", async () => {
-    const graph = await jsonGraph(0.2);
-    for (let i = 0; i < 3; i += 1) {
-      const message = await callThroughGraph(graph, "json_slow", { ms: 600_000 + i });
-      expect(message.content).toContain("tool_call_timeout");
-      const call = await fixture.waitForRequest(slowCall(600_000 + i));
-      // The server never answers a cancelled request: only the client can end it.
-      await fixture.responseClosed(call);
-      expect((await callThroughGraph(graph, "json_echo", { text: `after ${i}` })).content).toBe(`after ${i}`);
-    }
+    const fixture = await jsonServer();
+    await withOwnToolkit(fixture, "json", { tool_call_timeout: 0.2 }, async (graph) => {
+      for (let i = 0; i < 3; i += 1) {
+        const message = await callThroughGraph(graph, "json_slow", { ms: 600_000 + i });
+        expect(message.content).toContain("tool_call_timeout");
+        // The server never answers a cancelled request: only the client can end it.
+        await fixture.responseClosed(await fixture.waitForRequest(slowCall(600_000 + i)));
+        expect((await callThroughGraph(graph, "json_echo", { text: `after ${i}` })).content).toBe(`after ${i}`);
+      }
+    });
   });
 });
 
