@@ -401,6 +401,27 @@ describe("startup rules", () => {
     expect(answers.map((m) => m.content)).toEqual([`Background task 'build' was not submitted: ${unloadable("start_job")}`]);
   });
 
+  test("tools refused while a task server is down are tried again on each getTools(), keeping the stdio children threads run in", async () => {
+    const down = await startHttpFixture({ name: "down", toolNames: [], taskBoard: new TaskBoard() });
+    await down.close();
+    const dir = await makeTempDir("task-runtime-");
+    const configPath = await writeConfig(dir, baseConfig({ down: { type: "http", url: down.url, task_toolsets: [{ name: "down", ...TOOLSET }] } }));
+    const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, logger: silentLogger });
+    const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+    open.push({ runtime, toolkit });
+    const pidIn = async (threadId: string) =>
+      Number(((await toolkit.callTool({ server: "local", tool: "pid", args: {}, scope: { userId: "ann", threadId } })) as { content: { text: string }[] }).content[0].text);
+    await expect(toolkit.getTools()).rejects.toThrow(/MCP server 'down' task_toolsets reference missing raw tool/);
+    // A stdio task server's child in a thread (its polls run there).
+    const child = await pidIn("th-kept");
+    await expect(toolkit.getTools()).rejects.toThrow(/MCP server 'down' task_toolsets reference missing raw tool/);
+    expect(await pidIn("th-kept")).toBe(child);
+    // An edit is a new configuration: its sessions are new too.
+    await writeFile(configPath, JSON.stringify(baseConfig({ down: { type: "http", url: down.url, description: "edited", task_toolsets: [{ name: "down", ...TOOLSET }] } })));
+    await expect(toolkit.getTools()).rejects.toBeInstanceOf(McpTaskConfigurationError);
+    expect(await pidIn("th-kept")).not.toBe(child);
+  });
+
   test("a runtime that made a toolkit of its own (a tick ran first) hands over to the agent's toolkit", async () => {
     const dir = await makeTempDir("task-runtime-");
     const configPath = await writeConfig(dir, baseConfig());

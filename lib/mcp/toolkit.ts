@@ -264,6 +264,8 @@ export class McpToolkit {
   private readonly loadingPools = new Set<SessionPool>();
   private token = 0;
   private closed = false;
+  /** A generation whose tools were refused, whose pool the next load of the same config takes over. */
+  private kept: Generation | null = null;
   /** The one close: a second `close()` resolves with the first, once every child is gone, not at once. */
   private closing: Promise<void> | null = null;
 
@@ -280,9 +282,14 @@ export class McpToolkit {
     if (this.closed) throw new ToolkitClosedError();
     const current = this.current;
     if (current) {
-      if (!current.toolsError && !(await this.isStale(current))) return current.tools;
-      // A generation whose tools were refused is tried again on each call, as a failed load always was.
-      if (this.current === current) this.invalidate();
+      const stale = await this.isStale(current);
+      if (!current.toolsError && !stale) return current.tools;
+      // A generation whose tools were refused is tried again on each call, as a failed load always was. With its file
+      // unchanged, on the same sessions: the children threads' calls and other task servers' polls run in are kept.
+      if (this.current === current) {
+        if (stale) this.invalidate();
+        else this.retryKeepingSessions(current);
+      }
     }
     const generation = await this.ensureLoaded();
     if (generation.toolsError) throw generation.toolsError;
@@ -309,10 +316,12 @@ export class McpToolkit {
     const current = this.current;
     this.token += 1;
     this.current = null;
+    const kept = this.kept;
+    this.kept = null;
     const pending = this.loading;
     const retired = [...this.retiredPools];
     this.retiredPools.clear();
-    await Promise.all([...(current ? [current.pool] : []), ...retired].map((pool) => pool.close()));
+    await Promise.all([...(current ? [current.pool] : []), ...(kept ? [kept.pool] : []), ...retired].map((pool) => pool.close()));
     if (!pending) return;
     // A load still discovering closes its sessions when it sees `closed` (loadConsistent), so an HTTP server's session
     // is ended (DELETE) once its id is known. A server that does not answer within the grace has the load's pool
@@ -328,6 +337,20 @@ export class McpToolkit {
     // Retire the pool before clearing the state, so no session of the old generation reaches a new wrapper.
     if (old) this.retirePool(old.pool);
     this.current = null;
+    this.dropKept();
+  }
+
+  /** Loads `refused` again on its own pool, which the next load takes over when the config is still the same. */
+  private retryKeepingSessions(refused: Generation): void {
+    this.token += 1;
+    this.current = null;
+    this.dropKept();
+    this.kept = refused;
+  }
+
+  private dropKept(): void {
+    if (this.kept) this.retirePool(this.kept.pool);
+    this.kept = null;
   }
 
   /** Retires `pool`, keeping it for `close()` while its busy sessions finish their calls. */
@@ -416,7 +439,11 @@ export class McpToolkit {
     const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
     const idle = this.options.httpSessionIdleSeconds;
     const servers = new Map<string, ServerEntry>();
-    const pool = new SessionPool(this.logger, {
+    const kept = this.kept;
+    this.kept = null;
+    const same = kept !== null && kept.path === loaded.path && signaturesEqual(kept.signature, loaded.signature);
+    if (kept && !same) this.retirePool(kept.pool);
+    const pool = same ? kept.pool : new SessionPool(this.logger, {
       httpIdleMs: idle == null ? idle : idle * 1000,
       maxHttpSessionsPerServer: this.options.maxHttpSessionsPerServer,
       stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,

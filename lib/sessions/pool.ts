@@ -502,9 +502,14 @@ export class SessionPool {
     }
   }
 
-  /** Closes the sessions of one server now (after its discovery failed, so a half-open session is not reused). */
+  /**
+   * Closes the sessions discovery uses of one server now (after its discovery failed, so a half-open session is not
+   * reused): its HTTP/SSE ones and its stdio child of the default scope. The children threads' calls and tasks' polls
+   * run in are kept (a toolkit retrying refused tools lists again on the same pool).
+   */
   async closeServer(serverName: string): Promise<void> {
-    const doomed = [...this.entries.values()].filter((e) => e.serverName === serverName);
+    const discovery = stdioKey(serverName, DEFAULT_SCOPE);
+    const doomed = [...this.entries.values()].filter((e) => e.serverName === serverName && (e.closesWhenIdle || e.key === discovery));
     await Promise.all(doomed.map((entry) => this.closeEntry(entry)));
   }
 
@@ -592,8 +597,12 @@ function headersFingerprint(headers: Readonly<Record<string, string>>): string {
 }
 
 function sessionKey(serverName: string, server: McpServerConfig, headers: Readonly<Record<string, string>>, scope: SessionScope): string {
-  if (server.type === "stdio") return `${serverName}\u0000stdio\u0000${scope.key}`;
+  if (server.type === "stdio") return stdioKey(serverName, scope);
   return `${serverName}\u0000${headersFingerprint(headers)}`;
+}
+
+function stdioKey(serverName: string, scope: SessionScope): string {
+  return `${serverName}\u0000stdio\u0000${scope.key}`;
 }
 
 /**
