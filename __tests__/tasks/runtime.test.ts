@@ -436,6 +436,43 @@ describe("startup rules", () => {
     );
   });
 
+  test("a poll running on the runtime's own toolkit when the agent's takes over finishes there, not as a failed poll", async () => {
+    const dir = await makeTempDir("task-runtime-");
+    const config = baseConfig();
+    delete (config.mcpServers as Partial<typeof config.mcpServers>).local;
+    const configPath = await writeConfig(dir, config);
+    const clock = new ManualClock();
+    const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "t.sqlite")}`, clock: clock.now, logger: silentLogger });
+    open.push({ runtime });
+    const task = await runtime.service.submit(
+      "ordinary-tools",
+      new TaskSubmitRequest({ userId: "ann", threadId: "th-over", serverName: "jobs", taskName: "b", arguments: { label: "o", steps: 50 }, driverData: TOOLSET }),
+    );
+    const own = runtime.toolkit;
+    let release!: () => void;
+    board.statusGate = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const asked = once(board.events, "status");
+      const tick = runtime.runOnce(clock.advance(5));
+      await asked;
+      const toolkit = createMcpToolkit({ configPath, logger: silentLogger, dataDir: dir, taskRuntime: runtime });
+      open.push({ toolkit });
+      expect(runtime.toolkit).not.toBe(own);
+      // The old toolkit stays open while the poll runs on it.
+      expect((await own.getTools()).length).toBeGreaterThan(0);
+      release();
+      expect(await tick).toMatchObject({ applied: 1 });
+    } finally {
+      board.statusGate = null;
+      release();
+    }
+    const row = await runtime.service.getTask(task.id, "ann");
+    expect([row?.last_poll_error, row?.consecutive_poll_error_count]).toEqual([null, 0]);
+    // Then the old toolkit closes (a turn later: once the operations that were running have settled).
+    await new Promise((resolve) => setImmediate(resolve));
+    await expect(own.getTools()).rejects.toThrow("McpToolkit is closed");
+  });
+
   test("stop() returns once the runtime's own toolkit, replaced by the agent's, has closed its children", async () => {
     const dir = await makeTempDir("task-runtime-");
     const marker = `handover-${process.pid}-${Date.now()}`;

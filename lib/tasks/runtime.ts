@@ -139,9 +139,13 @@ export class TaskRuntime implements ToolkitTaskHooks {
     if (previous !== null && previous !== toolkit) {
       if (!this.#ownsToolkit) throw new Error("this task runtime already serves another toolkit; create one runtime per toolkit");
       // The one it made for its own calls before an agent's toolkit attached (a tick ran first): the agent's takes
-      // over, and the calls still running on the old one end with it.
+      // over. The old one closes once the operations already running on it have settled: a poll cut off by the close
+      // would count as a failed poll (stop() still aborts them).
       this.#ownsToolkit = false;
-      this.#replacedClosing = previous.close().catch(() => undefined);
+      this.#replacedClosing = this.service
+        .settled()
+        .then(() => previous.close())
+        .catch(() => undefined);
     }
     this.#toolkit = toolkit;
   }

@@ -623,9 +623,14 @@ export class McpTaskService {
   stop(): Promise<void> {
     if (!this.#stopped) {
       this.#stop.abort(new McpTaskServiceStoppedError());
-      this.#stopped = Promise.allSettled([...this.#inFlight]).then(() => undefined);
+      this.#stopped = this.settled();
     }
     return this.#stopped;
+  }
+
+  /** Settles once every operation running now has settled (operations begun later are not waited for). */
+  settled(): Promise<void> {
+    return Promise.allSettled([...this.#inFlight]).then(() => undefined);
   }
 
   #assertRunning(): void {
