@@ -124,8 +124,11 @@ export const RECONNECTION = {
 /** A request's answer stream, while its answer has not come. */
 interface AnswerStream {
   readonly body: ReadableStream<Uint8Array>;
-  /** Its request's own abort, linked to the transport's signal until the answer came or the stream ended. */
-  readonly abort: LinkedAbort;
+  /**
+   * Its request's own abort, linked to the transport's signal until the answer came or the stream ended; none for a
+   * resumed stream (its GET carries the transport's signal itself).
+   */
+  readonly abort?: LinkedAbort;
   /** The SDK's reader at the end of its pipeline, once it has one. */
   reader?: ReadableStreamDefaultReader<ParsedEvent>;
   lastEventId?: string;
@@ -247,8 +250,8 @@ export class LostCallWatch {
       const cancelled = cancelledIdOf(init);
       if (cancelled !== undefined) this.giveUp(String(cancelled));
       const id = requestIdOf(init);
-      const key = id === undefined ? undefined : String(id);
-      if (key === undefined) return base(input, init);
+      if (id === undefined) return base(input, init);
+      const key = String(id);
       const abort = new LinkedAbort(this.links, init?.signal);
       this.posting.set(key, abort);
       let response: Response;
@@ -277,7 +280,7 @@ export class LostCallWatch {
         void response.body.cancel().catch(() => undefined);
         return response;
       }
-      this.watch(response.body, id!, abort);
+      this.watch(response.body, id, abort);
       return response;
     };
   }
@@ -302,8 +305,7 @@ export class LostCallWatch {
       void response.body?.cancel().catch(() => undefined);
       return noStreamOffered();
     }
-    // Read with the transport's own signal: nothing of the watch's to link.
-    if (response.ok && response.body !== null) this.watch(response.body, resumed.id, new LinkedAbort(this.links, undefined));
+    if (response.ok && response.body !== null) this.watch(response.body, resumed.id);
     else if (refusesResumption(response.status)) setImmediate(() => this.lost(resumed.id));
     // A redirect: the SDK follows it (with the same event id) or, across origins, fails the try; not counted, so a
     // redirect off the origin on every try leaves the call to its timeout.
@@ -319,7 +321,7 @@ export class LostCallWatch {
     else this.resuming.set(from, resumed);
   }
 
-  private watch(body: ReadableStream<Uint8Array>, id: RequestId, abort: LinkedAbort): void {
+  private watch(body: ReadableStream<Uint8Array>, id: RequestId, abort?: LinkedAbort): void {
     const stream: AnswerStream = { body, abort };
     this.pending.set(String(id), stream);
     observeReads(
@@ -331,7 +333,7 @@ export class LostCallWatch {
           return;
         }
         // Ended or broken. Checked once the client has handled what it read last.
-        abort.unlink();
+        abort?.unlink();
         setImmediate(() => this.ended(id, stream));
       },
       (reader) => (stream.reader = reader),
@@ -348,7 +350,7 @@ export class LostCallWatch {
 
   /** The answer to request `key` came: its stream ends on its own. */
   private answered(key: string): void {
-    this.pending.get(key)?.abort.unlink();
+    this.pending.get(key)?.abort?.unlink();
     this.pending.delete(key);
   }
 
@@ -363,7 +365,7 @@ export class LostCallWatch {
     const stream = this.pending.get(key);
     if (stream === undefined) return;
     this.pending.delete(key);
-    stream.abort.unlink();
+    stream.abort?.unlink();
     if (stream.lastEventId !== undefined) {
       // The SDK resumes a stream that ended (or ends when closed here) with event ids: that GET is answered here.
       this.resuming.delete(stream.lastEventId);
