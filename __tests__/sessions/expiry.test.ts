@@ -420,6 +420,55 @@ describe("a server that answers calls with plain JSON (no SSE stream to watch)",
   });
 });
 
+describe("a plain-JSON answer cut after its headers", () => {
+  test("one clear error, not sent again; the session is dropped, so the next call starts a new one", async () => {
+    const fixture = await startHttpFixture({ name: "json", toolNames: ["echo"], jsonResponse: true });
+    const proxy = await startProxy(fixture.url);
+    proxy.rule = (r) => (r.rpcMethod === "tools/call" && (r.params?.arguments as { text?: string }).text === "cut" ? "cut-body" : undefined);
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-cut-"), { mcpServers: { json: { type: "http", url: proxy.url("/mcp") } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await own.getTools());
+      const inits = fixture.initializeCount();
+      const cut = await callThroughGraph(graph, "json_echo", { text: "cut" });
+      expect([cut.status, cut.content]).toEqual([
+        "error",
+        "MCP tool 'echo' on server 'json' failed: the server closed the connection before it answered (it restarted or dropped " +
+          "the call). The call was not sent again; a new session serves the next call.",
+      ]);
+      const after = await callThroughGraph(graph, "json_echo", { text: "after" });
+      expect([after.status, after.content]).toEqual(["success", "after"]);
+      expect(fixture.initializeCount()).toBe(inits + 1);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "tools/call" && (r.params?.arguments as { text?: string }).text === "cut")).toHaveLength(1);
+    } finally {
+      await own.close();
+      await proxy.close();
+      await fixture.close();
+    }
+  });
+});
+
+describe("a plain-JSON listing cut after its headers (the server restarted as it answered)", () => {
+  test("discovery re-initializes once, transparently, and lists the tools", async () => {
+    const fixture = await startHttpFixture({ name: "json", toolNames: ["echo"], jsonResponse: true });
+    const proxy = await startProxy(fixture.url);
+    let cut = false;
+    proxy.rule = (r) => (r.rpcMethod === "tools/list" && !cut ? ((cut = true), "cut-body") : undefined);
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: proxy.url("/mcp"), session_init_timeout: 5 });
+    try {
+      const tools = await discoverServer({ serverName: "json", server, headers: async () => ({}), secrets: [] }, pool);
+      expect(tools.map((t) => t.definition.name)).toEqual(["echo"]);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "initialize")).toHaveLength(2);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "tools/list")).toHaveLength(2);
+    } finally {
+      await pool.close();
+      await proxy.close();
+      await fixture.close();
+    }
+  });
+});
+
 describe("a server that forgets a session between its initialize and notifications/initialized", () => {
   test("discovery re-initializes once, transparently (the 404 is on the session's id)", async () => {
     const proxy = await startProxy(http.url);

@@ -11,7 +11,7 @@ import type { Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { MAX_TIMER_MS } from "../shared/timers";
-import { isConnectionClosed, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
+import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
 import { boundText, escapeControls } from "../shared/text";
 import { shownToolName } from "./names";
 
@@ -196,7 +196,12 @@ export async function discoverServer(
       try {
         return await listAllTools(lease.session.client, signal);
       } catch (err) {
-        if (isExpiredSession(err, lease.session.client.transport) || isLostCall(err) || (server.type === "sse" && isConnectionClosed(err))) {
+        if (
+          isExpiredSession(err, lease.session.client.transport) ||
+          isLostCall(err) ||
+          isDroppedConnection(err) ||
+          (server.type === "sse" && isConnectionClosed(err))
+        ) {
           pool.invalidate(lease.session);
           expired = true;
         }
@@ -209,7 +214,8 @@ export async function discoverServer(
       return await listOnce();
     } catch (err) {
       // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
-      // unanswered, an SSE session whose event stream ended: it was closed with it) is re-initialized once, under
+      // unanswered or whose connection was cut before its answer was read, an SSE session whose event stream ended:
+      // it was closed with it) is re-initialized once, under
       // the same bound. A 404 to `initialize` itself (a wrong URL) is no expired session: it is not asked again.
       if (!expired) throw err;
       return await listOnce();
