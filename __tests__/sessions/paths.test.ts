@@ -578,6 +578,28 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(`copied ${V}/workspace/report.txt to C:\\backup\\report.txt, \\\\server\\share\\report.txt and host:report.txt`);
   });
 
+  test("a path with JSON escapes inside it, then an escape that ends it (\\n, \\\"), is shown as /mnt/user-data/…", async () => {
+    const host = path.join(hostWorkspace("escaped-then-tail"), "café.txt");
+    // Python's json.dumps (ensure_ascii) of a log line, and PHP's json_encode (which escapes '/'), as a server's text.
+    const python = JSON.stringify({ log: `saved ${host}\ndone`, note: `written to "${host}"` }).replace(/é/g, "\\u00e9");
+    const php = JSON.stringify({ log: `saved ${host}\ndone` }).replace(/\//g, "\\/");
+    for (const say of [python, php]) {
+      const message = await callThroughGraph(graph, "local_write_file", { path: "café.txt", content: "x", say }, inThread("escaped-then-tail"));
+      expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/café.txt`] });
+      expect(String(message.content)).not.toContain(dataDir);
+    }
+  });
+
+  test("a markdown link whose text holds a '/' ([out/report.md](<path>)): its target is shown as /mnt/user-data/…", async () => {
+    const host = path.join(hostWorkspace("markdown"), "out", "report.md");
+    const say = `Saved [out/report.md](${host}) and [${host}](${host}), see [it](file://${host}).`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: "out/report.md", content: "# hi", say }, inThread("markdown"));
+    expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.md`] });
+    // The link's text, a relative path of that file too, is rewritten as well.
+    const shown = `${V}/workspace/out/report.md`;
+    expect(message.content).toBe(`Saved [${shown}](${shown}) and [${shown}](${shown}), see [it](${shown}).`);
+  });
+
   test("a large result with a run of millions of name characters and one character above U+00FF is translated, not failed", async () => {
     // A 2.4 MB binary as hex and a check mark: one unbounded regexp run over it overflowed V8's regexp stack.
     const say = `✓ wrote out.bin ${"0123456789abcdef".repeat(300_000)}`;

@@ -121,14 +121,37 @@ const JSON_ESCAPE = String.raw`[nrtbf"/]|u[0-9a-fA-F]{4}`;
  */
 const ESCAPED_TAIL = new RegExp(String.raw`\\(?:${JSON_ESCAPE}|\\|$)[^]*$`);
 
-/** The shorter forms of a reference tried when it does not resolve as it is, each a prefix of it, longest first. */
+/**
+ * The shorter forms of a reference tried when it does not resolve as it is, each a prefix of it, longest first (one with
+ * JSON escapes inside it is tried decoded too: `decodedForm`).
+ */
 function shorterForms(reference: string): string[] {
   const forms: string[] = [];
   const unescaped = reference.replace(ESCAPED_TAIL, "");
-  for (const form of [unescaped, reference.replace(LINE_SUFFIX, ""), unescaped.replace(LINE_SUFFIX, "")]) {
+  const ended = beforeEndingEscape(reference);
+  const candidates = [unescaped, reference.replace(LINE_SUFFIX, ""), unescaped.replace(LINE_SUFFIX, "")];
+  if (ended !== undefined) candidates.push(ended, ended.replace(LINE_SUFFIX, ""));
+  for (const form of candidates) {
     if (form !== reference && form !== "" && !forms.includes(form)) forms.push(form);
   }
   return forms.sort((a, b) => b.length - a.length);
+}
+
+/** A JSON escape a path may hold inside it (`\uXXXX`, `\/`, `\\`), or a backslash starting any other: one that ends it. */
+const PATH_OR_ENDING_ESCAPE = /\\(?:u[0-9a-fA-F]{4}|[/\\])|\\/g;
+
+/**
+ * The part of a reference with JSON escapes inside it before the escape that ends it (`caf\u00e9.txt\ndone`,
+ * `\/w\/r.txt\"` as JSON-encoded text holds them); `undefined` when no escape a path may hold comes before that one
+ * (`ESCAPED_TAIL` cuts those).
+ */
+function beforeEndingEscape(reference: string): string | undefined {
+  let inside = false;
+  for (const match of reference.matchAll(PATH_OR_ENDING_ESCAPE)) {
+    if (match[0].length > 1) inside = true;
+    else return inside ? reference.slice(0, match.index) : undefined;
+  }
+  return undefined;
 }
 
 /** The JSON escapes a path may hold inside it: `\uXXXX`, `\/` and `\\` (any other backslash: see `decodedForm`). */
@@ -303,10 +326,17 @@ function forEachMatch(token: string, visit: (reference: string, at: number) => v
     // `file:/…` is a URI (not ours to shorten); after another word and a colon it is a label (`saved:/…`). URLs with
     // `//` never reach here.
     if (at >= 5 && token.slice(at - 5, at).toLowerCase() === "file:") continue;
-    const reference = match[0].replace(TRAILING, "");
+    // A markdown link (`[out/r.md](/w/out/r.md)`): its text and its target are references of their own.
+    const link = match[0].indexOf(MARKDOWN_LINK);
+    const reference = (link === -1 ? match[0] : match[0].slice(0, link)).replace(TRAILING, "");
     if (reference !== "") visit(reference, at);
+    if (link === -1) continue;
+    const target = at + link + MARKDOWN_LINK.length;
+    forEachMatch(token.slice(target, at + match[0].length), (inner, offset) => visit(inner, target + offset));
   }
 }
+
+const MARKDOWN_LINK = "](";
 
 function collectReferences(text: string, into: Set<string>): void {
   forEachPathToken(text, (start, end) =>
@@ -314,7 +344,11 @@ function collectReferences(text: string, into: Set<string>): void {
       into.add(reference);
       const decoded = decodedForm(reference);
       if (decoded !== undefined) into.add(decoded);
-      for (const form of shorterForms(reference)) into.add(form);
+      for (const form of shorterForms(reference)) {
+        into.add(form);
+        const decodedShorter = decodedForm(form);
+        if (decodedShorter !== undefined) into.add(decodedShorter);
+      }
     }),
   );
 }
@@ -512,9 +546,10 @@ function rewriteText(
         if (decoded !== undefined) mapped = virtual.get(decoded);
         const stopped = refused.has(whole) || (decoded !== undefined && refused.has(decoded));
         for (const form of mapped === undefined && !stopped ? shorterForms(whole) : []) {
+          const decodedShorter = decodedForm(form);
           // A form naming something refused ends the search: a prefix of it must not stand for it.
-          if (refused.has(form)) break;
-          mapped = virtual.get(form);
+          if (refused.has(form) || (decodedShorter !== undefined && refused.has(decodedShorter))) break;
+          mapped = virtual.get(form) ?? (decodedShorter === undefined ? undefined : virtual.get(decodedShorter));
           if (mapped === undefined) continue;
           reference = form;
           break;
