@@ -137,6 +137,13 @@ describe("one child per (server, user, thread)", () => {
     expect(new Set(["t\uD800", "t\uDC00", "t\uFFFD", "\uD800\u0080", "\u0000\u0600\u0000"].map(threadFolderName)).size).toBe(5);
   });
 
+  test("a server-authenticated user with an empty identity does not get the child of the user its context.user_id names", async () => {
+    const alice = await pid(scope("alice", "anon-t"));
+    // What LangGraph's API server stamps when its auth handler admits a caller with identity "".
+    const anonymous = { langgraph_auth_user: { identity: "", is_authenticated: false, permissions: [] }, langgraph_auth_user_id: "", thread_id: "anon-t" };
+    expect(await pid({ context: { user_id: "alice" }, configurable: anonymous })).not.toBe(alice);
+  });
+
   test("context.thread_id comes before configurable.thread_id", async () => {
     const byContext = await pid({ context: { user_id: "carol", thread_id: "ctx-thread" }, configurable: { thread_id: "cfg-thread" } });
     expect(await pid(scope("carol", "ctx-thread"))).toBe(byContext);

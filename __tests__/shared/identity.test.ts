@@ -70,3 +70,24 @@ describe("the first user field that is set decides", () => {
     );
   });
 });
+
+describe("an authenticated request whose server user has an empty identity (an auth handler admitting anonymous callers)", () => {
+  // LangGraph's API server stamps `langgraph_auth_user` and `langgraph_auth_user_id` from whatever identity its auth
+  // handler returned, "" included (`authenticate()` accepts any string): the server has named the user, so a
+  // caller-supplied context.user_id must not pick another user's credential.
+  const anonymous = { langgraph_auth_user: { identity: "", is_authenticated: false, permissions: [] }, langgraph_auth_user_id: "" };
+
+  test("context.user_id does not stand in for it: user_auth denies instead of sending another user's credential", async () => {
+    const before = http.requests.length;
+    const message = await callThroughGraph(graph, "remote_whoami", {}, { context: { user_id: "server-user" }, configurable: anonymous });
+    expect(message.status).toBe("error");
+    expect(String(message.content)).toMatch(/^MCP server 'remote' needs a per-user credential \(user_auth, header 'X-User-Token'\)/);
+    const calls = http.requests.slice(before).filter((r) => r.rpcMethods?.includes("tools/call"));
+    expect(calls.flatMap((c) => rawHeaderValues(c, "x-user-token"))).not.toContain("tok-server");
+  });
+
+  test("without auth (LangGraph's Python server stamps no user and langgraph_auth_user_id \"\"), context.user_id still picks the user", async () => {
+    const noAuth = { langgraph_auth_user: null, langgraph_auth_user_id: "" };
+    expect(await tokenSent({ context: { user_id: "ctx-user" }, configurable: noAuth })).toBe("tok-ctx");
+  });
+});

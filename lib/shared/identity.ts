@@ -24,14 +24,24 @@ function isSet(value: unknown): boolean {
   return value !== undefined && value !== null && value !== "";
 }
 
+/** An identity the LangGraph server's authenticated user carries (not `undefined` or `null`; "" included). */
+function isStamped(value: unknown): boolean {
+  return value !== undefined && value !== null;
+}
+
 /** Which field of the run gave an id, and its value. */
 type IdField = readonly [field: string, value: unknown];
 const UNSET: IdField = ["", undefined];
 
-/** The first of the run's user fields that is set, in precedence order (SPEC §5.1). */
+/**
+ * The first of the run's user fields that is set, in precedence order (SPEC §5.1). The server's authenticated user
+ * decides even when its identity is "" (an auth handler admitting anonymous callers): such a run names no user, and the
+ * caller's own `context.user_id` never stands in for it. A `langgraph_auth_user_id` of "" alone does not: LangGraph's
+ * Python server stamps that (with no user) on every run when it has no auth configured.
+ */
 function userField(runtime: ToolRuntime): IdField {
   const identity = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
-  if (isSet(identity)) return ["serverInfo.user.identity", identity];
+  if (isStamped(identity)) return ["serverInfo.user.identity", identity];
   const stamped = runtime.configurable?.langgraph_auth_user_id;
   if (isSet(stamped)) return ["configurable.langgraph_auth_user_id", stamped];
   const own = contextRecord(runtime)?.user_id;

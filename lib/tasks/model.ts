@@ -169,6 +169,10 @@ export class TaskSubmitRequest {
     requireFits("user_id", init.userId, MCP_TASK_ID_MAX_LENGTH);
     requireFits("thread_id", init.threadId, MCP_TASK_ID_MAX_LENGTH);
     requireFits("run_id", init.runId, MCP_TASK_ID_MAX_LENGTH);
+    // Ids the store would keep as other ids (a lone surrogate becomes U+FFFD): the task's polls would run in another
+    // scope's stdio session, and its events would go to another thread.
+    requireStorable("user_id", init.userId);
+    requireStorable("thread_id", init.threadId);
     requireFits("tool_call_id", init.toolCallId, MCP_TASK_TOOL_CALL_ID_MAX_LENGTH);
     this.userId = init.userId;
     this.threadId = init.threadId;
@@ -194,6 +198,12 @@ function requireBoundedName(field: string, value: string, max: number): void {
 
 function requireFits(field: string, value: string | null | undefined, max: number): void {
   if (typeof value === "string" && value.length > max) throw new RangeError(`${field} must not exceed ${max} characters`);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function requireStorable(field: string, value: string): void {
+  if (LONE_SURROGATE.test(value)) throw new RangeError(`${field} must not hold a lone surrogate (the task store cannot keep it)`);
 }
 
 /** What a driver's submit returns. */
