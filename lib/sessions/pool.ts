@@ -405,6 +405,12 @@ export class SessionPool {
           transport.onclose?.();
           void transport.close().catch(() => undefined);
         });
+        // Nor can one whose stdin failed (EPIPE: it closed its end and runs on) ever be sent a request again.
+        started.stdin?.once("error", () => {
+          if (hasExited(started)) return;
+          transport.onclose?.();
+          void transport.close().catch(() => undefined);
+        });
       });
     }
     const tag = entry.tag;
