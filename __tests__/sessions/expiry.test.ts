@@ -420,6 +420,34 @@ describe("a server that answers calls with plain JSON (no SSE stream to watch)",
   });
 });
 
+describe("an SSE server that answers a call 404 on its session id (it forgot the session)", () => {
+  test("a clear error, the call not sent again, the next call on a new session", async () => {
+    const sse = await startSseFixture({ name: "remote", toolNames: ["echo"] });
+    const proxy = await startProxy(sse.url);
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-sse-404-"), {
+      mcpServers: { remote: { type: "sse", url: proxy.url(new URL(sse.url).pathname) } },
+    });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await own.getTools());
+      expect((await callThroughGraph(graph, "remote_echo", { text: "before" })).content).toBe("before");
+      const inits = sse.initializeCount();
+      let refused = false;
+      proxy.rule = (r) => (r.rpcMethod === "tools/call" && !refused ? ((refused = true), sessionNotFound) : undefined);
+      const failed = await callThroughGraph(graph, "remote_echo", { text: "during" });
+      expect(failed.status).toBe("error");
+      expect(String(failed.content)).toContain("no longer knows this MCP session");
+      expect((await callThroughGraph(graph, "remote_echo", { text: "after" })).content).toBe("after");
+      expect(sse.initializeCount()).toBe(inits + 1);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "tools/call" && (r.params?.arguments as { text?: string }).text === "during")).toHaveLength(1);
+    } finally {
+      await own.close();
+      await proxy.close();
+      await sse.close();
+    }
+  });
+});
+
 describe("a plain-JSON answer cut after its headers", () => {
   test("one clear error, not sent again; the session is dropped, so the next call starts a new one", async () => {
     const fixture = await startHttpFixture({ name: "json", toolNames: ["echo"], jsonResponse: true });

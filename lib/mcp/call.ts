@@ -24,7 +24,7 @@ import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
 import { startFailureText } from "../sessions/start-failure";
-import { boundText } from "../shared/text";
+import { boundText, escapeControls } from "../shared/text";
 import { nestsDeeperThan } from "../shared/plain-object";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
 import { resolveToolRuntime, toolCallIdOf } from "./runtime";
@@ -357,7 +357,9 @@ function sendToServer(
 function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): string {
   if (isOwnText(err)) return (err as Error).message;
   if (err instanceof McpToolCallError) return redactor.text(err.message);
-  const reason = startFailureText(record.server, err) ?? systemErrorText(err) ?? redactor.text((err as Error)?.message ?? String(err));
+  // An SDK error can quote the server's response body (a proxy's HTML error page): line breaks and terminal controls
+  // are shown escaped, so the model reads one line, as discovery's warning shows it.
+  const reason = startFailureText(record.server, err) ?? systemErrorText(err) ?? escapeControls(redactor.text((err as Error)?.message ?? String(err)));
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 
