@@ -110,6 +110,8 @@ describe("a session that cannot serve the call: the error ToolMessage is one cle
     await proxy.close();
     const message = await callThroughGraph(graph, "remote_echo", { text: "x" }, { context: { user_id: "dan" } });
     expect(message.status).toBe("error");
+    // fetch's own message says only "fetch failed": its cause says why (refused, or a kept-alive connection found closed).
+    expect(message.content).toMatch(/failed: fetch failed \((connect ECONNREFUSED 127\.0\.0\.1:\d+|other side closed)\)$/);
     expectOneCleanLine(message.content);
   });
 });

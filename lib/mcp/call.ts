@@ -10,7 +10,7 @@ import { CallSecrets } from "./call-secrets";
 import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
-import { isOwnText, McpToolCallError, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
+import { isOwnText, McpToolCallError, messageWithCause, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
@@ -359,7 +359,7 @@ function failureText(err: unknown, record: McpToolRecord, redactor: Redactor): s
   if (err instanceof McpToolCallError) return redactor.text(err.message);
   // An SDK error can quote the server's response body (a proxy's HTML error page): line breaks and terminal controls
   // are shown escaped, so the model reads one line, as discovery's warning shows it.
-  const reason = startFailureText(record.server, err) ?? systemErrorText(err) ?? escapeControls(redactor.text((err as Error)?.message ?? String(err)));
+  const reason = startFailureText(record.server, err) ?? systemErrorText(err) ?? escapeControls(redactor.text(messageWithCause(err)));
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(reason, CALL_ERROR_MAX_CHARS)}`;
 }
 

@@ -10,6 +10,7 @@ import { Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
+import { messageWithCause } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
 import { boundText, escapeControls } from "../shared/text";
@@ -254,15 +255,6 @@ export async function discoverAll(
   );
 }
 
-/** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
-function errorText(err: unknown): string {
-  const message = (err as Error)?.message ?? String(err);
-  const cause = (err as { cause?: unknown })?.cause;
-  // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
-  const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
-  return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
-}
-
 /** The warning for a refused tool: its name and field come from the server, so both are scrubbed, escaped and cut. */
 function refusedText(serverName: string, refused: RefusedTool, redactor: Redactor): string {
   const tool = refused.name === undefined ? `the tool listed at position ${refused.position}` : `MCP tool ${shownToolName(redactor.text(refused.name))}`;
@@ -306,7 +298,7 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
     } else {
       // An HTTP error text can carry the server's response body, which may echo what was sent or the URL, and hold
       // line breaks or terminal controls.
-      reason = boundText(escapeControls(secretsOf(target, seen.headers).text(errorText(err))), FAILURE_REASON_MAX_CHARS);
+      reason = boundText(escapeControls(secretsOf(target, seen.headers).text(messageWithCause(err))), FAILURE_REASON_MAX_CHARS);
       failure = `Skipping MCP server '${serverName}' after tool discovery failed: ${reason}`;
     }
     logger.warn(failure);

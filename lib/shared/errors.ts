@@ -30,6 +30,15 @@ export function isOwnText(err: unknown): boolean {
  * by an interceptor reading its own files) as its code, description and call, without the local path Node puts in
  * the message. `undefined` for any other error.
  */
+/** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
+export function messageWithCause(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err);
+  const cause = (err as { cause?: unknown })?.cause;
+  // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
+  const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
+  return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
+}
+
 export function systemErrorText(err: unknown): string | undefined {
   const { syscall, code, message } = (err ?? {}) as NodeJS.ErrnoException;
   if (typeof syscall !== "string" || typeof code !== "string") return undefined;
