@@ -3,6 +3,7 @@ import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { readFile, writeFile } from "node:fs/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
@@ -78,6 +79,36 @@ describe("an HTTP session whose initialization fails after the server gave it an
       expect(fx.activeSessionIds()).toEqual([]);
     } finally {
       open();
+      await pool.close();
+      await fx.close();
+    }
+  });
+});
+
+describe("closing a server's sessions after its discovery failed (closeServer)", () => {
+  test("a session with a call running is taken out of the pool at once and closed once that call has its answer", async () => {
+    let answer!: (text: string) => void;
+    const held = new Promise<string>((resolve) => (answer = resolve));
+    const fx = await startHttpFixture({ name: "busy", toolNames: ["echo"], extraTools: [{ name: "held", respond: () => held }] });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: fx.url });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    try {
+      const busy = await pool.acquire("busy", server, opts);
+      const sessionId = (busy.session.client.transport as StreamableHTTPClientTransport).sessionId;
+      const running = busy.session.client.callTool({ name: "held", arguments: {} });
+      await fx.waitForRequest((r) => r.rpcMethods?.includes("tools/call") === true);
+      await pool.closeServer("busy");
+      // Not reused: the next caller gets a session of its own.
+      const next = await pool.acquire("busy", server, opts);
+      expect(next.session).not.toBe(busy.session);
+      next.release();
+      expect(fx.requests.some(deleted(sessionId))).toBe(false);
+      answer("done");
+      expect(await running).toMatchObject({ content: [{ type: "text", text: "done" }] });
+      busy.release();
+      await fx.waitForRequest(deleted(sessionId));
+    } finally {
       await pool.close();
       await fx.close();
     }

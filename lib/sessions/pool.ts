@@ -511,12 +511,18 @@ export class SessionPool {
   /**
    * Closes the sessions discovery uses of one server now (after its discovery failed, so a half-open session is not
    * reused): its HTTP/SSE ones and its stdio child of the default scope. The children threads' calls and tasks' polls
-   * run in are kept (a toolkit retrying refused tools lists again on the same pool).
+   * run in are kept (a toolkit retrying refused tools lists again on the same pool). A session with calls running (a
+   * task's poll on a pool kept across such retries) leaves the pool now and closes once they have their answers.
    */
   async closeServer(serverName: string): Promise<void> {
     const discovery = stdioKey(serverName, DEFAULT_SCOPE);
-    const doomed = [...this.entries.values()].filter((e) => e.serverName === serverName && (e.closesWhenIdle || e.key === discovery));
-    await Promise.all(doomed.map((entry) => this.closeEntry(entry)));
+    const closing: Promise<void>[] = [];
+    for (const entry of [...this.entries.values()]) {
+      if (entry.serverName !== serverName || !(entry.closesWhenIdle || entry.key === discovery)) continue;
+      if (entry.session && entry.inFlight > 0) this.drain(entry);
+      else closing.push(this.closeEntry(entry));
+    }
+    await Promise.all(closing);
   }
 
   /** Closes every session now, busy or not. */
