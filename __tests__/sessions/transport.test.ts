@@ -3,7 +3,11 @@ import { McpServerSchema, RecordingLogger } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { stdioFixture } from "../fixtures/stdio";
-import { waitUntil } from "../fixtures/processes";
+import * as path from "node:path";
+import { REDACTED } from "../../lib/shared/redact";
+import { pidsWithMarker, waitUntil } from "../fixtures/processes";
+
+const SH_SERVER = path.join(__dirname, "..", "fixtures", "sh-server.sh");
 
 test("a stdio child's stderr reaches the debug log with terminal controls shown, not acted on", async () => {
   const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
@@ -25,4 +29,29 @@ test("a stdio child's stderr reaches the debug log with terminal controls shown,
   } finally {
     await pool.close();
   }
+});
+
+test("a stdio child that ends while a process it started holds its stderr: its last lines still reach the log, scrubbed", async () => {
+  const SECRET = "tok-last-words-7Qx";
+  const sleeper = `31${process.pid}.7`;
+  // The server (sh-server.sh) runs behind a shell that started a background process sharing its stderr. When the
+  // session closes, the shell writes a line held back as a possible wrapped base64 run and a last line without a
+  // newline, quoting its secret, and exits; the background process still holds the pipe.
+  const script = `sleep ${sleeper} & bash "$0"; printf 'closing\\nQUJDREVGR0hJSktMTU5PUA==\\nlast words: %s' "$API_TOKEN" >&2`;
+  const server = McpServerSchema.parse({ type: "stdio", command: "bash", args: ["-c", script, SH_SERVER], env: { API_TOKEN: SECRET } });
+  const logger = new RecordingLogger();
+  const pool = new SessionPool(logger, { secretsFor: () => [SECRET] });
+  try {
+    (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
+  } finally {
+    await pool.close();
+  }
+  expect(pidsWithMarker(sleeper)).toEqual([]);
+  const stderr = () => logger.messages("debug").filter((m) => m.startsWith("MCP server 'local' stderr: "));
+  expect(await waitUntil(() => stderr().some((m) => m.includes("last words")))).toBe(true);
+  expect(stderr()).toEqual([
+    "MCP server 'local' stderr: closing",
+    "MCP server 'local' stderr: QUJDREVGR0hJSktMTU5PUA==",
+    `MCP server 'local' stderr: last words: ${REDACTED}`,
+  ]);
 });

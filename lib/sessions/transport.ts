@@ -2,10 +2,12 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Writable } from "node:stream";
 import type { McpServerConfig } from "../config";
 import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
 import { boundText, escapeControls } from "../shared/text";
+import { onChildStart } from "./child";
 import { LineSplitter } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
 import { endsSessionWithStream } from "./sse-session";
@@ -64,6 +66,15 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       };
       transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
       transport.stderr?.on("end", () => lines.flush().forEach(log));
+      // A process the child started may hold the child's stderr open: once the child is gone the pool destroys our end
+      // of the pipe (`whenGone`), which never ends the SDK's copy of the stream. It is ended here, so what the splitter
+      // still holds (a last line without its newline, lines held back for a wrapped base64 run) is logged too.
+      onChildStart(transport, (child) =>
+        child.stderr?.once("close", () => {
+          const copy = transport.stderr as Writable | null;
+          if (copy && !copy.writableEnded) copy.end();
+        }),
+      );
       return transport;
     }
     case "http":
