@@ -9,7 +9,7 @@ import type { Redactor } from "../shared/redact";
 import { CallSecrets } from "./call-secrets";
 import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
-import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
+import { Deadline, DeadlineExceededError, secondsText, type DeadlineLimits } from "../shared/deadline";
 import { isOwnText, McpToolCallError, messageWithCause, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
@@ -151,12 +151,12 @@ function tooDeepText(record: McpToolRecord): string {
 }
 
 function initTimeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
-  const seconds = (err.timeoutMs / 1000).toFixed(1);
+  const seconds = secondsText(err.timeoutMs);
   return `MCP tool '${record.rawName}' on server '${record.server}' was not called: its MCP session did not start within ${seconds}s (session_init_timeout)`;
 }
 
 function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
-  const seconds = (err.timeoutMs / 1000).toFixed(1);
+  const seconds = secondsText(err.timeoutMs);
   const reason =
     err.kind === "maxTotal"
       ? `timed out after ${seconds}s in total (max_total_timeout, which progress does not extend)`

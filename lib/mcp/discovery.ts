@@ -9,7 +9,7 @@ import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import type { Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
-import { DeadlineExceededError, withDeadline } from "../shared/deadline";
+import { DeadlineExceededError, secondsText, withDeadline } from "../shared/deadline";
 import { messageWithCause } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
@@ -292,7 +292,7 @@ async function discoverOne(target: DiscoveryTarget, pool: SessionPool, logger: L
     let reason: string;
     let failure: string;
     if (err instanceof DeadlineExceededError) {
-      const seconds = `${(err.timeoutMs / 1000).toFixed(1)}s`;
+      const seconds = `${secondsText(err.timeoutMs)}s`;
       reason = `timed out after ${seconds}`;
       failure = `Skipping MCP server '${serverName}' after tool discovery timed out (${seconds})`;
     } else {

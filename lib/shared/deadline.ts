@@ -3,6 +3,16 @@ import { setClampedTimeout } from "./timers";
 /** `timeout`: no result (or progress) in time; `maxTotal`: the hard cap on the whole run was reached. */
 export type DeadlineKind = "timeout" | "maxTotal";
 
+/**
+ * `ms` as seconds for a message: one decimal when that is exact ("0.5", "60.0"), else up to the millisecond ("0.04",
+ * "0.25"), so a bound is never shown rounded to a value it is not (0.04 s as "0.0", 0.25 s as "0.3").
+ */
+export function secondsText(ms: number): string {
+  const seconds = ms / 1000;
+  const tenths = seconds.toFixed(1);
+  return Number(tenths) === seconds ? tenths : String(Number(seconds.toFixed(3)));
+}
+
 export class DeadlineExceededError extends Error {
   constructor(
     readonly timeoutMs: number,
@@ -10,8 +20,8 @@ export class DeadlineExceededError extends Error {
   ) {
     super(
       kind === "timeout"
-        ? `timed out after ${(timeoutMs / 1000).toFixed(1)}s`
-        : `reached its maximum total time of ${(timeoutMs / 1000).toFixed(1)}s`,
+        ? `timed out after ${secondsText(timeoutMs)}s`
+        : `reached its maximum total time of ${secondsText(timeoutMs)}s`,
     );
     this.name = "DeadlineExceededError";
   }
