@@ -317,11 +317,14 @@ export class SessionPool {
 
   /** Closes a server's least recently used idle HTTP/SSE sessions while it has more than the cap. */
   private trim(serverName: string): void {
-    let excess = (this.httpCounts.get(serverName) ?? 0) - this.maxHttpSessions;
-    if (excess <= 0) return;
+    if ((this.httpCounts.get(serverName) ?? 0) <= this.maxHttpSessions) return;
+    // Creations still under way are neither counted nor closed: one that then fails or is cancelled must cost no other
+    // header set its session (each makes room for itself once it is up).
+    let excess = -this.maxHttpSessions;
+    for (const entry of this.entries.values()) if (entry.serverName === serverName && entry.closesWhenIdle && entry.session) excess += 1;
     for (const entry of this.entries.values()) {
       if (excess <= 0) break;
-      if (entry.serverName !== serverName || !entry.closesWhenIdle || entry.inFlight > 0) continue;
+      if (entry.serverName !== serverName || !entry.closesWhenIdle || !entry.session || entry.inFlight > 0) continue;
       excess -= 1;
       this.logger.debug(`closing the least recently used MCP session of server '${serverName}' (cap ${this.maxHttpSessions})`);
       void this.closeEntry(entry);
