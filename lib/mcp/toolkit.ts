@@ -226,6 +226,18 @@ function configuredSecrets(server: McpServerConfig, envSecrets: readonly string[
   ]);
 }
 
+/**
+ * The `user_auth` credential the config maps `userId` to. A server-level call in a user's scope (a durable task's
+ * status or cancel) does not carry it, but that user's submit did and the server may echo it: scrubbed from the answer
+ * also in a process that did not take the submit (a worker, or one restarted since), which knows it from the config.
+ */
+function taskUserCredentials(server: McpServerConfig, userId: string | undefined): readonly string[] {
+  const auth = server.user_auth;
+  if (!auth || userId === undefined || !Object.hasOwn(auth.users, userId)) return [];
+  const value = auth.users[userId];
+  return typeof value === "string" && value !== "" ? headerSecrets({ [auth.header]: value }) : [];
+}
+
 /** How discovery reaches one server, for the toolkit and for `mcp-harness check` alike. */
 export function discoveryTarget(
   serverName: string,
@@ -558,7 +570,7 @@ export class McpToolkit {
     const requestScoped = call.requestScopedHeaders ?? true;
     const runtime = call.runtime ?? (requestScoped ? resolveToolRuntime(undefined) : undefined);
     const opts = requestScoped ? entry.requestScoped : entry.serverLevel;
-    const remembered = call.rememberedSecrets ?? [];
+    const remembered = [...(call.rememberedSecrets ?? []), ...(requestScoped ? [] : taskUserCredentials(entry.config, call.scope?.userId))];
     // A durable task's results reach its thread too: its stdio paths are shown as an agent's call shows them.
     return runDirectCall(
       {
