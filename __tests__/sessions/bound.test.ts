@@ -27,8 +27,9 @@ async function toolkitWith(servers: Record<string, object>, options: { maxStdioS
   return { toolkit, logger };
 }
 
+/** Up to 30 s: on a loaded 2-core machine a `bash -c` child takes seconds to show up (and to go). */
 async function waitFor(condition: () => boolean): Promise<void> {
-  expect(await waitUntil(condition)).toBe(true);
+  expect(await waitUntil(condition, 30_000)).toBe(true);
 }
 
 const scope = (thread: string) => ({ context: { user_id: "u" }, configurable: { thread_id: thread } });
