@@ -110,7 +110,7 @@ describe("a call whose session is still starting when the tools reload", () => {
       await rm(gate);
       const call = callThroughGraph(graph, "gone_pid", {}, { context: { user_id: "u" }, configurable: { thread_id: "t" } });
       // The thread's child waits at the gate: the call waits for its session, nothing sent yet.
-      expect(await waitUntil(() => pidsWithMarker(marker).length === 2)).toBe(true);
+      expect(await waitUntil(() => pidsWithMarker(marker).length === 2, 30_000)).toBe(true);
       await writeFile(configPath, JSON.stringify({ mcpServers: {} }));
       expect(await toolkit.getTools()).toEqual([]);
       await writeFile(gate, "");
