@@ -203,6 +203,20 @@ describe("the submit wrapper and the agent-visible tools", () => {
   });
 });
 
+/** Every task row of a store's SQLite file, read directly. */
+function storedRows(dbPath: string): Promise<Record<string, unknown>[]> {
+  return new Promise((resolve, reject) => {
+    const db = new sqlite3.Database(dbPath, sqlite3.OPEN_READONLY, (err) => {
+      if (err) return reject(err);
+      db.all("SELECT * FROM mcp_tasks", (e, rows) => {
+        db.close();
+        if (e) reject(e);
+        else resolve(rows as Record<string, unknown>[]);
+      });
+    });
+  });
+}
+
 /** Makes the store's file refuse every new task row, as a full disk would. */
 async function refuseInserts(dir: string): Promise<void> {
   const db = new sqlite3.Database(path.join(dir, "tasks.sqlite"));
@@ -549,6 +563,30 @@ describe("startup rules", () => {
     await s.runtime.runOnce(s.clock.advance(5));
     expect(s.notifier.deliveriesOf(taskId)).toHaveLength(1);
     expect(JSON.stringify(s.notifier.deliveriesOf(taskId))).not.toContain(secret);
+  });
+
+  test("a user_auth credential a job server echoes is not stored when a process that did not take the submit polls it (it knows it from the config)", async () => {
+    const token = "Bearer ann-Literal-Tok-93";
+    const s = await setup(
+      baseConfig({
+        authed: { type: "http", url: http.url, user_auth: { header: "X-User-Token", users: { ann: token } }, task_toolsets: [{ name: "authed", ...TOOLSET }] },
+      }),
+    );
+    const [submitted] = await agentSubmit(s, "authed_start_job", { label: "e", mode: "echo_submit" }, "ann", "th-U");
+    const taskId = (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id;
+    await s.toolkit.close();
+    await s.runtime.stop();
+    const dbPath = path.join(s.dir, "tasks.sqlite");
+    const worker = await createTaskRuntime({ configPath: s.configPath, databaseUrl: `sqlite:${dbPath}`, clock: s.clock.now, logger: silentLogger, toolkitOptions: { dataDir: s.dir } });
+    open.push({ runtime: worker });
+    await worker.runOnce(s.clock.advance(5));
+    expect((await worker.service.getTask(taskId, "ann"))?.status).toBe("completed");
+    const stored = await storedRows(dbPath);
+    // The server did echo it (raw, as JSON text and base64): the row must hold none of them.
+    expect(JSON.stringify(stored)).toContain("x-user-token");
+    expect(JSON.stringify(stored)).not.toContain("ann-Literal-Tok-93");
+    const result = JSON.parse(String(stored[0]!.result)) as { b64: string };
+    expect(Buffer.from(result.b64, "base64").toString("utf8")).not.toContain("ann-Literal-Tok-93");
   });
 
   test("one warning per task server declaring request-scoped credentials", async () => {
