@@ -25,11 +25,6 @@ export function isOwnText(err: unknown): boolean {
   return err instanceof Error && own.has(err);
 }
 
-/**
- * A file-system or other system error (`ENOENT: no such file or directory, open '/srv/app/users/alice.json'`, thrown
- * by an interceptor reading its own files) as its code, description and call, without the local path Node puts in
- * the message. `undefined` for any other error.
- */
 /** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
 export function messageWithCause(err: unknown): string {
   const message = (err as Error)?.message ?? String(err);
@@ -39,6 +34,11 @@ export function messageWithCause(err: unknown): string {
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
+/**
+ * A file-system or other system error (`ENOENT: no such file or directory, open '/srv/app/users/alice.json'`, thrown
+ * by an interceptor reading its own files) as its code, description and call, without the local path Node puts in
+ * the message. `undefined` for any other error.
+ */
 export function systemErrorText(err: unknown): string | undefined {
   const { syscall, code, message } = (err ?? {}) as NodeJS.ErrnoException;
   if (typeof syscall !== "string" || typeof code !== "string") return undefined;
