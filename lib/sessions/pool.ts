@@ -402,18 +402,15 @@ export class SessionPool {
         child = started;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
         whenGone(started, () => transport.onclose?.());
-        // A child that closed its stdout and runs on can never answer again: its calls fail now, and it is closed.
-        started.stdout?.once("end", () => {
+        // A child that closed its stdout and runs on can never answer again, nor one whose stdin failed (EPIPE: it closed
+        // its end and runs on) be sent a request: its calls fail now, and it is closed.
+        const cutOff = (): void => {
           if (hasExited(started)) return;
           transport.onclose?.();
           void transport.close().catch(() => undefined);
-        });
-        // Nor can one whose stdin failed (EPIPE: it closed its end and runs on) ever be sent a request again.
-        started.stdin?.once("error", () => {
-          if (hasExited(started)) return;
-          transport.onclose?.();
-          void transport.close().catch(() => undefined);
-        });
+        };
+        started.stdout?.once("end", cutOff);
+        started.stdin?.once("error", cutOff);
       });
     }
     const tag = entry.tag;
