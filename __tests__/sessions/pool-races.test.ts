@@ -5,10 +5,9 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, runningCall, toolCalls, toolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
@@ -127,21 +126,7 @@ describe("an evicted child whose call is still running", () => {
       { maxStdioSessions: 3 },
     );
     const graph = toolNodeGraph(await toolkit.getTools());
-    const stream = await graph.stream(
-      { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 50, durationMs: 4000 } }])] },
-      { ...scope("a"), streamMode: ["custom", "values"] },
-    );
-    let started!: () => void;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const done = (async () => {
-      let last: ToolMessage | undefined;
-      for await (const [mode, chunk] of stream) {
-        if (mode === "custom") started();
-        else last = toolMessagesOf((chunk as { messages: BaseMessage[] }).messages).at(-1) ?? last;
-      }
-      return last!;
-    })();
-    await running;
+    const { done } = await runningCall(graph, "local_ticker", { intervalMs: 50, durationMs: 4000 }, scope("a"));
     const busy = pidsWithMarker(marker).find((p) => p !== pidsWithMarker(marker)[0]) ?? -1;
     // the default scopes become more recent than "a"
     await callThroughGraph(graph, "sh_pid", {});

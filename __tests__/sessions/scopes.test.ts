@@ -13,7 +13,7 @@ import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToo
 import { ScriptedChatModel } from "../../lib/agent";
 import { threadFolderName } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, runningCall, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { alive, waitUntil } from "../fixtures/processes";
 
@@ -74,23 +74,8 @@ async function pid(options: Record<string, unknown>, tool = "local_pid"): Promis
  * Starts a long `ticker` call (progress every 50 ms) in a scope and resolves once its first progress event shows
  * it running on the child; `done` settles with its ToolMessage.
  */
-async function runningCall(options: Record<string, unknown>): Promise<{ done: Promise<ToolMessage> }> {
-  const stream = await graph.stream(
-    { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 50, durationMs: 30_000 } }])] },
-    { ...options, streamMode: ["custom", "values"] },
-  );
-  let started!: () => void;
-  const running = new Promise<void>((resolve) => (started = resolve));
-  const done = (async () => {
-    let last: ToolMessage | undefined;
-    for await (const [mode, chunk] of stream) {
-      if (mode === "custom") started();
-      else last = toolMessagesOf((chunk as { messages: BaseMessage[] }).messages).at(-1) ?? last;
-    }
-    return last!;
-  })();
-  await Promise.race([running, done]);
-  return { done };
+function longTicker(options: Record<string, unknown>): Promise<{ done: Promise<ToolMessage> }> {
+  return runningCall(graph, "local_ticker", { intervalMs: 50, durationMs: 30_000 }, options);
 }
 
 describe("one child per (server, user, thread)", () => {
@@ -251,7 +236,7 @@ describe("the thread workspace", () => {
 describe("children that die, calls that fail", () => {
   test("killed during a call: that call returns an error ToolMessage and is not replayed; the next call runs on a new child", async () => {
     const first = await pid(scope("frank", "kill-during"));
-    const call = await runningCall(scope("frank", "kill-during"));
+    const call = await longTicker(scope("frank", "kill-during"));
     process.kill(first, "SIGKILL");
     const message = await call.done;
     expect(message.status).toBe("error");
@@ -333,7 +318,7 @@ describe("children that die, calls that fail", () => {
     let release!: () => void;
     holdError = { arrived, release: new Promise<void>((resolve) => (release = resolve)) };
     // A call on the first child fails when the child dies; its error is held inside the interceptor chain.
-    const oldCall = await runningCall(options);
+    const oldCall = await longTicker(options);
     process.kill(first, "SIGKILL");
     await errorArrived;
     // The replacement serves the scope while the old error is still on its way.
