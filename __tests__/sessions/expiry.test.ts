@@ -169,6 +169,24 @@ describe("closing never waits on the server for long, and leaves nothing open", 
     }
   });
 
+  test("a server that never answers an initialize: its waiting caller hears at once, close() stops the creation after a grace", async () => {
+    const silent = await startHttpFixture({ name: "silent", toolNames: ["echo"], hangOnInitialize: true });
+    const server = McpServerSchema.parse({ type: "http", url: silent.url });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null, sessionDeleteTimeoutMs: 50 });
+    try {
+      const waiting = pool.acquire("silent", server, { headers: {}, initTimeoutMs: null });
+      waiting.catch(() => undefined);
+      const init = await silent.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
+      const closed = pool.close();
+      await expect(waiting).rejects.toThrow("MCP session closed while connecting");
+      await closed;
+      await silent.responseClosed(init);
+      expect(pool.live).toBe(0);
+    } finally {
+      await silent.close();
+    }
+  });
+
   test("a session already closing (idle) still counts as live, and close() waits for it", async () => {
     const silent = await startHttpFixture({ name: "silent", toolNames: ["echo"], hangOnDelete: true });
     const server = McpServerSchema.parse({ type: "http", url: silent.url });

@@ -129,3 +129,42 @@ describe("SSE: toolkit.close() while a call's session is initializing", () => {
     }
   });
 });
+
+describe("streamable HTTP: a call's session abandoned while it initializes", () => {
+  test.each(["toolkit.close()", "the run's cancellation"])(
+    "%s: the session the server created meanwhile is ended (DELETE), not left open",
+    async (how) => {
+      let open!: () => void;
+      const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
+      const server = await startHttpFixture(options);
+      const configPath = await writeConfig(await makeTempDir("mcp-review-http-close-init-"), {
+        mcpServers: { remote: { type: "http", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+      });
+      const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+      try {
+        const graph = toolNodeGraph(await kit.getTools());
+        const discovery = server.activeSessionIds();
+        options.initGate = new Promise<void>((resolve) => (open = resolve));
+        const run = new AbortController();
+        const call = callThroughGraph(graph, "remote_echo", { text: "x" }, { ...asUser("erin-key"), signal: run.signal }).catch((err: unknown) => err);
+        await server.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true && r.headers["x-api-key"] === "erin-key");
+        // The caller gives up (or the toolkit closes) before the server answered: only then does the server create it.
+        const closed = how === "toolkit.close()" ? kit.close() : (run.abort(), Promise.resolve());
+        await call;
+        open();
+        await closed;
+        if (how === "toolkit.close()") {
+          expect(server.activeSessionIds()).toEqual([]);
+        } else {
+          await server.waitForRequest((r) => r.method === "DELETE" && r.headers["x-api-key"] === "erin-key");
+          expect(server.activeSessionIds()).toEqual(discovery);
+        }
+        expect(server.requests.some((r) => r.rpcMethods?.includes("tools/call") === true && r.headers["x-api-key"] === "erin-key")).toBe(false);
+      } finally {
+        open?.();
+        await kit.close();
+        await server.close();
+      }
+    },
+  );
+});

@@ -165,6 +165,8 @@ describe("a closing session leaves the pool only if the pool entry is still that
       lease.release();
       await closing;
       expect(pool.size()).toBe(1);
+      // The server had created the first session before its answer, with the id, came back: it was ended, not left open.
+      expect(fx.activeSessionIds()).toEqual([(lease.session.client.transport as StreamableHTTPClientTransport).sessionId]);
       const again = await pool.acquire("gated", server, opts);
       expect(again.session).toBe(lease.session);
       again.release();

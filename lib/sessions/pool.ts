@@ -68,6 +68,12 @@ interface Entry {
   secretList?: readonly string[];
   /** Aborts a creation nobody waits for any more. */
   readonly creation: AbortController;
+  /** What callers wait for: `ready`, or the reason the entry was closed while it connected (see `closeOnce`). */
+  waitable: Promise<McpSession>;
+  /** Ends the wait of every caller of a creation that is being closed (the creation itself may run on a while). */
+  abandon: (reason: unknown) => void;
+  /** Streamable HTTP: the server keeps a session it created until told (DELETE), also one whose id was never read. */
+  readonly endsByDelete: boolean;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
   session?: McpSession;
@@ -212,7 +218,7 @@ export class SessionPool {
     if (!session) {
       try {
         // The creation is shared, so one caller's abort only stops that caller's wait.
-        session = await withDeadline(() => entry.ready, null, opts.signal);
+        session = await withDeadline(() => entry.waitable, null, opts.signal);
       } catch (err) {
         this.release(entry);
         // Every waiter gave up: the creation is abandoned and its child closed, not kept half-started, also when the
@@ -355,11 +361,16 @@ export class SessionPool {
       closing: false,
       secrets: new Set(),
       creation: new AbortController(),
+      endsByDelete: server.type === "http",
     } as Entry;
     for (const value of headerSecrets(opts.headers)) entry.secrets.add(value);
     entry.ready = this.connect(entry, server, opts);
+    entry.waitable = new Promise<McpSession>((resolve, reject) => {
+      entry.abandon = reject;
+      entry.ready.then(resolve, reject);
+    });
     // Callers observe a rejection through acquire(); this keeps an unobserved failure quiet.
-    entry.ready.catch(() => undefined);
+    entry.waitable.catch(() => undefined);
     return entry;
   }
 
@@ -552,7 +563,18 @@ export class SessionPool {
     this.forget(entry);
     this.draining.delete(entry);
     entry.closing = true;
-    if (!entry.session) entry.creation.abort(reason);
+    if (!entry.session) {
+      entry.abandon(reason);
+      if (entry.endsByDelete) {
+        // The server may have created the session already while its answer, with the id, is still on the way: the
+        // initialization gets a short grace to finish, so the session can be ended (DELETE) instead of left open.
+        const grace = setClampedTimeout(() => entry.creation.abort(reason), this.deleteTimeoutMs);
+        await entry.ready.catch(() => undefined);
+        clearTimeout(grace);
+      } else {
+        entry.creation.abort(reason);
+      }
+    }
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
     const transport = session.client.transport;
