@@ -5,7 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { chmod, mkdir, readdir, readFile, stat, symlink, unlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { Annotation, Command, END, interrupt, MemorySaver, MessagesAnnotation, Send, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createAgent } from "langchain";
 import { z } from "zod";
@@ -161,6 +163,181 @@ describe("one child per (server, user, thread)", () => {
     const pids = toolMessagesOf(result.messages).map((m) => Number(m.content));
     expect(pids).toHaveLength(50);
     expect(new Set(pids).size).toBe(1);
+  });
+});
+
+describe("graphs as users compose them: the call runs in its (user, thread) child, in the thread's workspace", () => {
+  interface Where {
+    pid: number;
+    cwd: string;
+  }
+  const workspaceOf = (thread: string) => path.join(dataDir, "threads", thread, "user-data", "workspace");
+  const whereOf = (message: BaseMessage | undefined): Where => {
+    expect(message && ToolMessage.isInstance(message) ? message.status : message).toBe("success");
+    return JSON.parse(String(message!.content)) as Where;
+  };
+  /** What the plain ToolNode graph gets for a (user, thread): the child every other shape must reach. */
+  const reference = async (user: string | undefined, thread: string): Promise<Where> =>
+    whereOf(await callThroughGraph(graph, "local_where", {}, scope(user, thread)));
+  const whereCall = (id: string) => toolCalls([{ name: "local_where", args: {}, id }]);
+  const whereMessages = (messages: BaseMessage[]): Where[] => toolMessagesOf(messages).map(whereOf);
+
+  async function expectChildOf(user: string | undefined, thread: string, got: Where[]): Promise<void> {
+    const expected = await reference(user, thread);
+    expect(got.length).toBeGreaterThan(0);
+    for (const where of got) expect(where).toEqual(expected);
+    expect(expected.cwd).toBe(workspaceOf(thread));
+  }
+
+  test("a ToolNode inside a subgraph added as a node: the parent's context and thread reach it", async () => {
+    const parent = new StateGraph(MessagesAnnotation).addNode("agent", toolNodeGraph(tools)).addEdge(START, "agent").addEdge("agent", END).compile();
+    const alice = await parent.invoke({ messages: [whereCall("sg-1")] }, scope("sg-alice", "sg-t"));
+    await expectChildOf("sg-alice", "sg-t", whereMessages(alice.messages));
+    const bob = await parent.invoke({ messages: [whereCall("sg-2")] }, scope("sg-bob", "sg-t"));
+    await expectChildOf("sg-bob", "sg-t", whereMessages(bob.messages));
+    expect(whereMessages(bob.messages)[0].pid).not.toBe(whereMessages(alice.messages)[0].pid);
+  });
+
+  test("a subgraph under a parent with a checkpointer: the subgraph's calls use the parent's thread", async () => {
+    const parent = new StateGraph(MessagesAnnotation)
+      .addNode("agent", toolNodeGraph(tools))
+      .addEdge(START, "agent")
+      .addEdge("agent", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const result = await parent.invoke({ messages: [whereCall("sgc-1")] }, scope("sgc-alice", "sgc-t"));
+    await expectChildOf("sgc-alice", "sgc-t", whereMessages(result.messages));
+  });
+
+  test.each([
+    ["no config", (sub: ToolNodeGraph, state: { messages: BaseMessage[] }) => sub.invoke(state)],
+    ["the node's config", (sub: ToolNodeGraph, state: { messages: BaseMessage[] }, config: LangGraphRunnableConfig) => sub.invoke(state, config)],
+    ["a config of its own (tags, a run name)", (sub: ToolNodeGraph, state: { messages: BaseMessage[] }) => sub.invoke(state, { tags: ["inner"], runName: "inner" })],
+    [
+      "a configurable of its own",
+      (sub: ToolNodeGraph, state: { messages: BaseMessage[] }) => sub.invoke(state, { configurable: { model: "inner-model" } }),
+    ],
+  ])("a subgraph invoked from a node function with %s", async (_label, call) => {
+    const sub = toolNodeGraph(tools);
+    const parent = new StateGraph(MessagesAnnotation)
+      .addNode("agent", async (state, config) => ({ messages: (await call(sub, state, config)).messages.slice(state.messages.length) }))
+      .addEdge(START, "agent")
+      .addEdge("agent", END)
+      .compile();
+    const result = await parent.invoke({ messages: [whereCall("sgn-1")] }, scope("sgn-alice", "sgn-t"));
+    await expectChildOf("sgn-alice", "sgn-t", whereMessages(result.messages));
+  });
+
+  test("tool calls fanned out with Send (a ToolNode's lg_tool_call input and a messages input): each in its run's child", async () => {
+    const fanOut = (state: { messages: BaseMessage[] }) => {
+      const calls = (state.messages.at(-1) as AIMessage).tool_calls ?? [];
+      return calls.map((call, i) => (i % 2 === 0 ? new Send("tools", { lg_tool_call: call }) : new Send("tools", { messages: [toolCalls([call])] })));
+    };
+    const fanGraph = new StateGraph(MessagesAnnotation)
+      .addNode("tools", new ToolNode(tools))
+      .addConditionalEdges(START, fanOut, ["tools"])
+      .addEdge("tools", END)
+      .compile();
+    const calls = Array.from({ length: 4 }, (_, i) => ({ name: "local_where", args: {}, id: `send-${i}` }));
+    const alice = await fanGraph.invoke({ messages: [toolCalls(calls)] }, scope("send-alice", "send-t"));
+    await expectChildOf("send-alice", "send-t", whereMessages(alice.messages));
+    const bob = await fanGraph.invoke({ messages: [toolCalls(calls)] }, { context: { user_id: "send-bob", thread_id: "send-t" } });
+    await expectChildOf("send-bob", "send-t", whereMessages(bob.messages));
+  });
+
+  test("toolkit.callTool without a runtime, from a node that Send reaches inside a subgraph: the run's child", async () => {
+    const WorkState = Annotation.Root({ results: Annotation<Where[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
+    const sub = new StateGraph(WorkState)
+      .addNode("work", async () => {
+        const outcome = (await toolkit.callTool({ server: "local", tool: "where", args: {} })) as { content: { text: string }[] };
+        return { results: [JSON.parse(outcome.content[0].text) as Where] };
+      })
+      .addConditionalEdges(START, () => [new Send("work", {}), new Send("work", {})], ["work"])
+      .addEdge("work", END)
+      .compile();
+    const parent = new StateGraph(WorkState).addNode("sub", sub).addEdge(START, "sub").addEdge("sub", END).compile();
+    const result = await parent.invoke({}, scope("direct-send-alice", "direct-send-t"));
+    await expectChildOf("direct-send-alice", "direct-send-t", result.results);
+  });
+
+  test("a ToolNode in a graph with a checkpointer, resumed after interrupt(): the resumed calls run in the thread's child", async () => {
+    const approved = new StateGraph(MessagesAnnotation)
+      .addNode("approve", () => {
+        interrupt("approve the tool calls?");
+        return {};
+      })
+      .addNode("tools", new ToolNode(tools))
+      .addEdge(START, "approve")
+      .addEdge("approve", "tools")
+      .addEdge("tools", END)
+      .compile({ checkpointer: new MemorySaver() });
+    const options = scope("int-alice", "int-t");
+    const first = await approved.invoke({ messages: [whereCall("int-1")] }, options);
+    expect(toolMessagesOf(first.messages)).toEqual([]);
+    const resumed = await approved.invoke(new Command({ resume: true }), options);
+    await expectChildOf("int-alice", "int-t", whereMessages(resumed.messages));
+  });
+
+  test('streaming with streamMode ["updates", "custom"]: the call runs in the run\'s child', async () => {
+    const stream = await graph.stream({ messages: [whereCall("stream-1")] }, { ...scope("stream-alice", "stream-t"), streamMode: ["updates", "custom"] });
+    const got: Where[] = [];
+    for await (const [mode, chunk] of stream) {
+      if (mode !== "updates") continue;
+      const update = (chunk as { tools?: { messages: BaseMessage[] } }).tools;
+      if (update) got.push(...whereMessages(update.messages));
+    }
+    await expectChildOf("stream-alice", "stream-t", got);
+  });
+
+  test("createAgent with a contextSchema naming the user and the thread, no configurable: one child per (user, thread)", async () => {
+    const RunContext = z.object({ user_id: z.string(), thread_id: z.string() });
+    const model = new ScriptedChatModel([ScriptedChatModel.toolCall("local_where", {}, "ag-1"), { content: "done" }]);
+    const agent = createAgent({ model, tools, contextSchema: RunContext });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "ag-alice", thread_id: "ag-t" } });
+    await expectChildOf("ag-alice", "ag-t", whereMessages(result.messages));
+  });
+
+  test("createAgent with a contextSchema and a checkpointer, two turns of one thread: one child", async () => {
+    const RunContext = z.object({ user_id: z.string() });
+    const model = new ScriptedChatModel([
+      ScriptedChatModel.toolCall("local_where", {}, "agc-1"),
+      { content: "done" },
+      ScriptedChatModel.toolCall("local_where", {}, "agc-2"),
+      { content: "done" },
+    ]);
+    const agent = createAgent({ model, tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+    const options = { context: { user_id: "agc-alice" }, configurable: { thread_id: "agc-t" } };
+    await agent.invoke({ messages: [new HumanMessage("go")] }, options);
+    const second = await agent.invoke({ messages: [new HumanMessage("again")] }, options);
+    await expectChildOf("agc-alice", "agc-t", whereMessages(second.messages));
+  });
+
+  test("a tool invoked directly with tool.invoke(args, config) outside any graph: the config's user and thread", async () => {
+    const where = tools.find((t) => t.name === "local_where")!;
+    const plain = await where.invoke({}, { context: { user_id: "direct-alice" }, configurable: { thread_id: "direct-t" } });
+    const asCall = await where.invoke(
+      { name: "local_where", args: {}, id: "direct-1", type: "tool_call" },
+      { context: { user_id: "direct-alice" }, configurable: { thread_id: "direct-t" } },
+    );
+    await expectChildOf("direct-alice", "direct-t", [JSON.parse(String(plain)) as Where, whereOf(asCall as ToolMessage)]);
+  });
+
+  test("a tool invoked directly with a LangGraph server's config for an anonymous caller: not the child of the user its context names", async () => {
+    const where = tools.find((t) => t.name === "local_where")!;
+    const alice = await reference("direct-anon-alice", "direct-anon-t");
+    // What @langchain/langgraph-api stamps when its auth handler admits a caller with identity "".
+    const anonymous = { langgraph_auth_user: { identity: "", is_authenticated: false, permissions: [] }, langgraph_auth_user_id: "", thread_id: "direct-anon-t" };
+    const got = JSON.parse(String(await where.invoke({}, { context: { user_id: "direct-anon-alice" }, configurable: anonymous }))) as Where;
+    expect(got.pid).not.toBe(alice.pid);
+    // The same as inside a graph, where LangGraph turns that user into the run's serverInfo.
+    expect(got.pid).toBe(whereOf(await callThroughGraph(graph, "local_where", {}, { context: { user_id: "direct-anon-alice" }, configurable: anonymous })).pid);
+  });
+
+  test("configurable.thread_id with no context: the default user on that thread, not the default thread", async () => {
+    const got = whereOf(await callThroughGraph(graph, "local_where", {}, { configurable: { thread_id: "cfg-only-t" } }));
+    expect(got.cwd).toBe(workspaceOf("cfg-only-t"));
+    expect(got.pid).not.toBe((await reference(undefined, "default")).pid);
+    expect(got.pid).not.toBe((await reference("cfg-only-alice", "cfg-only-t")).pid);
+    await expectChildOf(undefined, "cfg-only-t", [got]);
   });
 });
 

@@ -35,6 +35,7 @@ const UNSET: IdField = ["", undefined];
 
 /**
  * The first of the run's user fields that is set, in precedence order (SPEC §5.1). The server's authenticated user
+ * (`serverInfo.user`, or the `configurable.langgraph_auth_user` LangGraph builds it from)
  * decides even when its identity is "" (an auth handler admitting anonymous callers): such a run names no user, and the
  * caller's own `context.user_id` never stands in for it. A `langgraph_auth_user_id` of "" alone does not: LangGraph's
  * Python server stamps that (with no user) on every run when it has no auth configured.
@@ -42,6 +43,11 @@ const UNSET: IdField = ["", undefined];
 function userField(runtime: ToolRuntime): IdField {
   const identity = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
   if (isStamped(identity)) return ["serverInfo.user.identity", identity];
+  // Pregel derives `serverInfo.user` from this stamp; a tool invoked outside a graph with the server's config has only the stamp.
+  const authUser = runtime.configurable?.langgraph_auth_user;
+  if (typeof authUser === "object" && authUser !== null && "identity" in authUser && isStamped(authUser.identity)) {
+    return ["configurable.langgraph_auth_user.identity", authUser.identity];
+  }
   const stamped = runtime.configurable?.langgraph_auth_user_id;
   if (isSet(stamped)) return ["configurable.langgraph_auth_user_id", stamped];
   const own = contextRecord(runtime)?.user_id;
