@@ -168,3 +168,33 @@ describe("streamable HTTP: a call's session abandoned while it initializes", () 
     },
   );
 });
+
+describe("streamable HTTP: a call's session whose session_init_timeout expires while the server holds its initialize", () => {
+  test("the caller hears the timeout; the session the server creates just after is ended (DELETE), not left open", async () => {
+    let open!: () => void;
+    const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
+    const server = await startHttpFixture(options);
+    const configPath = await writeConfig(await makeTempDir("mcp-review-http-init-timeout-"), {
+      mcpServers: {
+        remote: { type: "http", url: server.url, session_init_timeout: 0.3, headers_from_context: { headers: { "X-Api-Key": "api_key" } } },
+      },
+    });
+    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await kit.getTools());
+      const discovery = server.activeSessionIds();
+      options.initGate = new Promise<void>((resolve) => (open = resolve));
+      const message = await callThroughGraph(graph, "remote_echo", { text: "x" }, asUser("erin-key"));
+      expect(String(message.content)).toContain("session_init_timeout");
+      // The server answers the initialize only now, creating the session the caller no longer waits for.
+      open();
+      await server.waitForRequest((r) => r.method === "DELETE" && r.headers["x-api-key"] === "erin-key");
+      expect(server.activeSessionIds()).toEqual(discovery);
+      expect(server.requests.some((r) => r.rpcMethods?.includes("tools/call") === true && r.headers["x-api-key"] === "erin-key")).toBe(false);
+    } finally {
+      open?.();
+      await kit.close();
+      await server.close();
+    }
+  });
+});

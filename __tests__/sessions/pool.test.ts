@@ -85,6 +85,25 @@ describe("an HTTP session whose initialization fails after the server gave it an
   });
 });
 
+describe("an HTTP session whose server refuses its notifications/initialized (after giving it an id)", () => {
+  test("the creation fails and the session is terminated (DELETE), not left on the server", async () => {
+    const fx = await startHttpFixture({ name: "refusing", toolNames: ["echo"], initializedStatus: 500 });
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "http", url: fx.url });
+    try {
+      await expect(pool.acquire("refusing", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).rejects.toThrow();
+      const initialized = fx.requests.find((r) => r.rpcMethods?.includes("notifications/initialized"));
+      expect(initialized?.sessionId).toBeDefined();
+      await pool.close();
+      expect(fx.requests.filter(deleted(initialized!.sessionId))).toHaveLength(1);
+      expect(fx.activeSessionIds()).toEqual([]);
+    } finally {
+      await pool.close();
+      await fx.close();
+    }
+  });
+});
+
 describe("closing a server's sessions after its discovery failed (closeServer)", () => {
   test("a session with a call running is taken out of the pool at once and closed once that call has its answer", async () => {
     let answer!: (text: string) => void;

@@ -8,7 +8,7 @@ import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { noteExpiredWhileStarting } from "./expired";
-import { withDeadline } from "../shared/deadline";
+import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
@@ -424,6 +424,13 @@ export class SessionPool {
         started.stdin?.once("error", cutOff);
       });
     }
+    if (transport instanceof StreamableHTTPClientTransport) {
+      // Any close of a session the server gave an id ends it there first (DELETE, bounded), the SDK's own included: it
+      // closes the transport as an initialization fails, and a DELETE sent after that close would be aborted unsent.
+      const close = transport.close.bind(transport);
+      let closing: Promise<void> | undefined;
+      transport.close = () => (closing ??= this.terminate(transport).then(close));
+    }
     const tag = entry.tag;
     if (tag !== undefined) {
       // Its descendants without the tag are found through the child, so only while it runs: listed before any close
@@ -435,10 +442,18 @@ export class SessionPool {
         return listed.then(close);
       };
     }
+    // Streamable HTTP: at `session_init_timeout` the callers hear of it and the entry is closed, which gives the
+    // initialization a grace to finish (see `closeOnce`): a server that created the session meanwhile is told (DELETE).
+    const deadlineMs = opts.initTimeoutMs;
+    const initTimeoutMs = entry.endsByDelete ? null : deadlineMs;
+    const expiry =
+      entry.endsByDelete && deadlineMs !== null
+        ? setClampedTimeout(() => void this.closeEntry(entry, new DeadlineExceededError(deadlineMs)), deadlineMs)
+        : undefined;
     try {
       await withDeadline(
         (signal) => {
-          const connecting = client.connect(transport, { signal, timeout: timerDelay(opts.initTimeoutMs ?? MAX_TIMER_MS) });
+          const connecting = client.connect(transport, { signal, timeout: timerDelay(initTimeoutMs ?? MAX_TIMER_MS) });
           // Wired by the client as it starts connecting: reported once, whether by the pipes' close or the child's exit.
           const onclose = transport.onclose;
           let reported = false;
@@ -449,7 +464,7 @@ export class SessionPool {
           };
           return connecting;
         },
-        opts.initTimeoutMs,
+        initTimeoutMs,
         entry.creation.signal,
       );
     } catch (err) {
@@ -457,8 +472,8 @@ export class SessionPool {
       noteExpiredWhileStarting(err, transport);
       if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
         // A server that gave the session an id before its initialization failed keeps it until told; the caller
-        // hears of the failure now, close() waits for the DELETE.
-        void this.track(this.terminate(transport).then(() => client.close().catch(() => undefined)));
+        // hears of the failure now, close() waits for the DELETE (the transport's close sends it).
+        void this.track(client.close().catch(() => undefined));
         throw err;
       }
       await client.close().catch(() => undefined);
@@ -466,6 +481,8 @@ export class SessionPool {
       // and for what it started.
       if (child) this.track(exited(child).then(() => this.endLeftovers(entry)));
       throw err;
+    } finally {
+      clearTimeout(expiry);
     }
     const session: McpSession = {
       serverName,
@@ -577,9 +594,8 @@ export class SessionPool {
     }
     const session = await entry.ready.catch(() => undefined);
     if (!session) return;
-    const transport = session.client.transport;
     try {
-      if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) await this.terminate(transport);
+      // Streamable HTTP: the transport's close ends the server's session first (DELETE).
       await session.client.close();
     } catch (err) {
       const reason = this.redactor(entry).text((err as Error)?.message ?? String(err));
