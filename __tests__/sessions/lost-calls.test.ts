@@ -1,7 +1,7 @@
 /**
  * Streamable HTTP calls whose answer stream ends without the answer, and calls the client gave up: a call the server
  * dropped fails at once, also when the client's tries to resume its stream are spent; a call given up (the run
- * cancelled, its deadline) leaves no stream open on the server and is not resumed.
+ * cancelled, its deadline), or answered with a JSON-RPC error, leaves no stream open on the server and is not resumed.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import type { ToolMessage } from "@langchain/core/messages";
@@ -13,6 +13,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import type { RecordedRequest } from "../fixtures/http-common";
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
+import { waitUntil } from "../fixtures/processes";
 
 const LOST = "the server ended the call's response stream without an answer";
 
@@ -74,6 +75,29 @@ describe("requests answered", () => {
   });
 });
 
+describe("requests answered with a JSON-RPC error on a server whose streams can be resumed", () => {
+  test("leave no resumed stream open: the SDK resumes an error answer's stream, which the server would hold for the session's life", async () => {
+    fx = await startHttpFixture({ name: "erring", toolNames: ["echo", "rpc_error"], resumable: true });
+    const fixture = fx;
+    const { client, network, watch, resumed } = await watchedClient(fixture, {});
+    try {
+      const calls = 5;
+      for (let i = 0; i < calls; i += 1) {
+        await expect(client.callTool({ name: "rpc_error", arguments: {} })).rejects.toThrow("sign in at the server first");
+      }
+      // The SDK resumes each answered stream from its last event id (after its reconnection delay).
+      expect(await waitUntil(() => resumed.length === calls)).toBe(true);
+      expect(resumed).toEqual(Array(calls).fill(405));
+      expect(network.filter(isResumption)).toEqual([]);
+      expect(fixture.openStreams().filter((r) => r.headers["last-event-id"] !== undefined)).toEqual([]);
+      expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
+      expect(watch.tracked).toBe(0);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("a call the client gave up", () => {
   test.each([
     ["a server that cannot resume streams", false],
@@ -117,7 +141,6 @@ describe("a call the client gave up", () => {
       fx = await startHttpFixture({ name: "keeping", toolNames: ["echo", "drop_stream"], resumable: true });
       const fixture = fx;
       const resumption = gate();
-      const isResumption = (init: RequestInit | undefined) => init?.method === "GET" && new Headers(init.headers).has("last-event-id");
       const { client, network, watch } = await watchedClient(fixture, {
         outer: async (init) => {
           if (held === "outer" && isResumption(init)) await resumption.held();
@@ -173,6 +196,9 @@ describe("a call the client gave up", () => {
   });
 });
 
+/** A GET the SDK sends to resume a stream from an event id. */
+const isResumption = (init: RequestInit | undefined) => init?.method === "GET" && new Headers(init.headers).has("last-event-id");
+
 async function drain(events: AsyncIterator<unknown>): Promise<void> {
   for (let next = await events.next(); !next.done; next = await events.next());
 }
@@ -220,9 +246,10 @@ async function giveUpWhenHeld(client: Client, fixture: StreamableHttpFixture, to
 async function watchedClient(
   fixture: StreamableHttpFixture,
   hold: { outer?: (init: RequestInit | undefined) => Promise<void>; network?: (init: RequestInit | undefined) => Promise<RequestInit | void> },
-): Promise<{ client: Client; network: RequestInit[]; watch: LostCallWatch }> {
+): Promise<{ client: Client; network: RequestInit[]; watch: LostCallWatch; resumed: number[] }> {
   const watch = new LostCallWatch();
   const network: RequestInit[] = [];
+  const resumed: number[] = [];
   const watched = watch.fetch(async (input, init) => {
     network.push(init ?? {});
     return fetch(input, (await hold.network?.(init)) ?? init);
@@ -231,11 +258,13 @@ async function watchedClient(
     reconnectionOptions: RECONNECTION,
     fetch: async (input, init) => {
       await hold.outer?.(init);
-      return watched(input, init);
+      const response = await watched(input, init);
+      if (isResumption(init)) resumed.push(response.status);
+      return response;
     },
   });
   watch.attach(transport);
   const client = new Client({ name: "test", version: "0" });
   await client.connect(transport);
-  return { client, network, watch };
+  return { client, network, watch, resumed };
 }

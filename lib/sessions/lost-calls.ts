@@ -132,6 +132,8 @@ interface AnswerStream {
   /** The SDK's reader at the end of its pipeline, once it has one. */
   reader?: ReadableStreamDefaultReader<ParsedEvent>;
   lastEventId?: string;
+  /** Its answer was a JSON-RPC error: the SDK resumes such a stream all the same (it stops only for a result). */
+  answeredWithError?: boolean;
 }
 
 /**
@@ -202,7 +204,8 @@ const MAX_GIVEN_UP = 1024;
  *
  * A request the client gave up (its deadline, a cancelled run: the SDK sends `notifications/cancelled`) gets no
  * answer from the server, so its stream would stay open, holding a connection, for the life of the session: the
- * watch closes it, and keeps the SDK from resuming it.
+ * watch closes it, and keeps the SDK from resuming it. A request answered with a JSON-RPC error is not resumed either:
+ * the SDK resumes its stream all the same, and the server would hold that stream, a connection, for the session's life.
  */
 export class LostCallWatch {
   /** Requests sent with an SSE response and not answered yet, by the text of their id. */
@@ -232,7 +235,7 @@ export class LostCallWatch {
       // Set by the client as it connects, before start().
       const deliver = transport.onmessage;
       transport.onmessage = <T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => {
-        if ("id" in message && !("method" in message) && message.id !== undefined) this.answered(String(message.id));
+        if ("id" in message && !("method" in message) && message.id !== undefined) this.answered(String(message.id), "error" in message);
         deliver?.(message, extra);
       };
       return start();
@@ -334,6 +337,9 @@ export class LostCallWatch {
         }
         // Ended or broken. Checked once the client has handled what it read last.
         abort?.unlink();
+        // Noted before the SDK sees the end: the resumption it schedules then is answered here, not by a stream the
+        // server would hold open for the life of the session.
+        if (stream.answeredWithError && stream.lastEventId !== undefined) this.rememberGivenUp(stream.lastEventId);
         setImmediate(() => this.ended(id, stream));
       },
       (reader) => (stream.reader = reader),
@@ -348,10 +354,16 @@ export class LostCallWatch {
     else this.lost(id);
   }
 
-  /** The answer to request `key` came: its stream ends on its own. */
-  private answered(key: string): void {
-    this.pending.get(key)?.abort?.unlink();
+  /**
+   * The answer to request `key` came: its stream ends on its own. An error answer's stream with event ids is resumed by
+   * the SDK once it ends: that resumption is answered here (see `watch`).
+   */
+  private answered(key: string, error: boolean): void {
+    const stream = this.pending.get(key);
+    if (stream === undefined) return;
+    stream.abort?.unlink();
     this.pending.delete(key);
+    if (error) stream.answeredWithError = true;
   }
 
   /** The client gave up request `key` (it sent `notifications/cancelled`): its stream is closed, not resumed. */
