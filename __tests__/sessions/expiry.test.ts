@@ -187,6 +187,26 @@ describe("closing never waits on the server for long, and leaves nothing open", 
     }
   });
 
+  test("a session whose id the server already gave (its notifications/initialized held): close() ends it at once, without the grace", async () => {
+    let open!: () => void;
+    const held = await startHttpFixture({ name: "held", toolNames: ["echo"], initializedGate: new Promise<void>((resolve) => (open = resolve)) });
+    const server = McpServerSchema.parse({ type: "http", url: held.url });
+    // A grace longer than the test's own timeout: only a close that does not wait for it ends this test.
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null, sessionDeleteTimeoutMs: 10 * 60_000 });
+    try {
+      const waiting = pool.acquire("held", server, { headers: {}, initTimeoutMs: null });
+      waiting.catch(() => undefined);
+      const initialized = await held.waitForRequest((r) => r.rpcMethods?.includes("notifications/initialized") === true);
+      await pool.close();
+      await expect(waiting).rejects.toThrow("MCP session closed while connecting");
+      expect(held.requests.filter((r) => r.method === "DELETE" && r.sessionId === initialized.sessionId)).toHaveLength(1);
+      expect(held.activeSessionIds()).toEqual([]);
+    } finally {
+      open();
+      await held.close();
+    }
+  });
+
   test("a session already closing (idle) still counts as live, and close() waits for it", async () => {
     const silent = await startHttpFixture({ name: "silent", toolNames: ["echo"], hangOnDelete: true });
     const server = McpServerSchema.parse({ type: "http", url: silent.url });

@@ -74,6 +74,8 @@ interface Entry {
   abandon: (reason: unknown) => void;
   /** Streamable HTTP: the server keeps a session it created until told (DELETE), also one whose id was never read. */
   readonly endsByDelete: boolean;
+  /** Streamable HTTP: the transport, from the start of the creation (its session id tells whether the server answered). */
+  httpTransport?: StreamableHTTPClientTransport;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
   session?: McpSession;
@@ -425,6 +427,7 @@ export class SessionPool {
       });
     }
     if (transport instanceof StreamableHTTPClientTransport) {
+      entry.httpTransport = transport;
       // Any close of a session the server gave an id ends it there first (DELETE, bounded), the SDK's own included: it
       // closes the transport as an initialization fails, and a DELETE sent after that close would be aborted unsent.
       const close = transport.close.bind(transport);
@@ -582,9 +585,10 @@ export class SessionPool {
     entry.closing = true;
     if (!entry.session) {
       entry.abandon(reason);
-      if (entry.endsByDelete) {
+      if (entry.endsByDelete && entry.httpTransport?.sessionId === undefined) {
         // The server may have created the session already while its answer, with the id, is still on the way: the
         // initialization gets a short grace to finish, so the session can be ended (DELETE) instead of left open.
+        // Once the id is known, the creation stops at once: its failure ends the session (the transport's close).
         const grace = setClampedTimeout(() => entry.creation.abort(reason), this.deleteTimeoutMs);
         await entry.ready.catch(() => undefined);
         clearTimeout(grace);
