@@ -1,4 +1,5 @@
 import { describe, expect, test } from "@jest/globals";
+import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger } from "../../lib";
 import { MAX_TIMER_SECONDS } from "../../lib/shared/timers";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
@@ -130,15 +131,16 @@ describe("SSE: toolkit.close() while a call's session is initializing", () => {
   });
 });
 
-describe("streamable HTTP: a call's session abandoned while it initializes", () => {
-  test.each(["toolkit.close()", "the run's cancellation"])(
-    "%s: the session the server created meanwhile is ended (DELETE), not left open",
+describe("streamable HTTP: a call's session given up while the server holds its initialize", () => {
+  test.each(["toolkit.close()", "the run's cancellation", "its session_init_timeout"])(
+    "%s: the caller hears at once; the session the server creates just after is ended (DELETE), not left open",
     async (how) => {
       let open!: () => void;
       const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
       const server = await startHttpFixture(options);
+      const timeout = how === "its session_init_timeout" ? { session_init_timeout: 0.3 } : {};
       const configPath = await writeConfig(await makeTempDir("mcp-review-http-close-init-"), {
-        mcpServers: { remote: { type: "http", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+        mcpServers: { remote: { type: "http", url: server.url, ...timeout, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
       });
       const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
       try {
@@ -148,9 +150,11 @@ describe("streamable HTTP: a call's session abandoned while it initializes", () 
         const run = new AbortController();
         const call = callThroughGraph(graph, "remote_echo", { text: "x" }, { ...asUser("erin-key"), signal: run.signal }).catch((err: unknown) => err);
         await server.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true && r.headers["x-api-key"] === "erin-key");
-        // The caller gives up (or the toolkit closes) before the server answered: only then does the server create it.
-        const closed = how === "toolkit.close()" ? kit.close() : (run.abort(), Promise.resolve());
-        await call;
+        const closed = how === "toolkit.close()" ? kit.close() : Promise.resolve();
+        if (how === "the run's cancellation") run.abort();
+        const outcome = await call;
+        if (how === "its session_init_timeout") expect(String((outcome as ToolMessage).content)).toContain("session_init_timeout");
+        // The server answers the initialize only now, creating the session nobody waits for any more.
         open();
         await closed;
         if (how === "toolkit.close()") {
@@ -167,34 +171,4 @@ describe("streamable HTTP: a call's session abandoned while it initializes", () 
       }
     },
   );
-});
-
-describe("streamable HTTP: a call's session whose session_init_timeout expires while the server holds its initialize", () => {
-  test("the caller hears the timeout; the session the server creates just after is ended (DELETE), not left open", async () => {
-    let open!: () => void;
-    const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
-    const server = await startHttpFixture(options);
-    const configPath = await writeConfig(await makeTempDir("mcp-review-http-init-timeout-"), {
-      mcpServers: {
-        remote: { type: "http", url: server.url, session_init_timeout: 0.3, headers_from_context: { headers: { "X-Api-Key": "api_key" } } },
-      },
-    });
-    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
-    try {
-      const graph = toolNodeGraph(await kit.getTools());
-      const discovery = server.activeSessionIds();
-      options.initGate = new Promise<void>((resolve) => (open = resolve));
-      const message = await callThroughGraph(graph, "remote_echo", { text: "x" }, asUser("erin-key"));
-      expect(String(message.content)).toContain("session_init_timeout");
-      // The server answers the initialize only now, creating the session the caller no longer waits for.
-      open();
-      await server.waitForRequest((r) => r.method === "DELETE" && r.headers["x-api-key"] === "erin-key");
-      expect(server.activeSessionIds()).toEqual(discovery);
-      expect(server.requests.some((r) => r.rpcMethods?.includes("tools/call") === true && r.headers["x-api-key"] === "erin-key")).toBe(false);
-    } finally {
-      open?.();
-      await kit.close();
-      await server.close();
-    }
-  });
 });
