@@ -359,7 +359,7 @@ describe("through a stdio tool in a ToolNode", () => {
   beforeAll(async () => {
     dataDir = await realpath(await makeTempDir("mcp-paths-data-"));
     const configPath = await writeConfig(await makeTempDir("mcp-paths-cfg-"), {
-      mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file"] }) } },
+      mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file", "fs_ops"] }) } },
     });
     toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
     graph = toolNodeGraph(await toolkit.getTools());
@@ -448,6 +448,87 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(nested.content).toBe("see summary.txt");
     expect(nested.artifact).toEqual({ workspace_changes: [`${V}/workspace/[redacted]/summary.txt`] });
     expect(leaks(nested)).toEqual([]);
+  });
+
+  describe("file operations of a call", () => {
+    let n = 0;
+    const fresh = () => ({ context: { user_id: "u" }, configurable: { thread_id: `ops-${++n}` } });
+    const ops = (steps: Record<string, unknown>[], thread: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      callThroughGraph(graph, "local_fs_ops", { ops: steps, ...extra }, thread);
+    const changes = (message: { artifact?: unknown }) => (message.artifact as { workspace_changes?: string[] } | undefined)?.workspace_changes ?? [];
+
+    test("an atomic save (a new file renamed over the old, same size and time) is listed; its temporary file is not", async () => {
+      const thread = fresh();
+      const old = Date.now() - 3_600_000;
+      await ops([{ op: "write", path: "doc.txt", content: "aaaa", mtime_ms: old }], thread);
+      const message = await ops(
+        [
+          { op: "write", path: ".doc.txt.swp", content: "bbbb", mtime_ms: old },
+          { op: "rename", path: ".doc.txt.swp", to: "doc.txt" },
+        ],
+        thread,
+      );
+      expect(changes(message)).toEqual([`${V}/workspace/doc.txt`]);
+    });
+
+    test("a file created then removed during the call is not listed; one in a new deep folder is", async () => {
+      const thread = fresh();
+      await ops([{ op: "write", path: "keep/a.txt", content: "x" }], thread);
+      const message = await ops(
+        [
+          { op: "write", path: "scratch.txt", content: "x" },
+          { op: "write", path: "keep/new/deeper/still/b.txt", content: "x" },
+          { op: "remove", path: "scratch.txt" },
+        ],
+        thread,
+      );
+      expect(changes(message)).toEqual([`${V}/workspace/keep/new/deeper/still/b.txt`]);
+    });
+
+    test("a write through a link to a folder inside the workspace is listed at the folder's own path", async () => {
+      const thread = fresh();
+      await ops([{ op: "mkdir", path: "real" }, { op: "symlink", path: "alias", to: "real" }], thread);
+      const message = await ops([{ op: "write", path: "alias/c.txt", content: "x" }], thread);
+      expect(changes(message)).toEqual([`${V}/workspace/real/c.txt`]);
+    });
+
+    test("names with spaces, accents, CJK, a line break, '%', '#' or '?' are listed as they are", async () => {
+      const names = ["%41.txt", "100%.txt", "a#b?.txt", "line\nbreak.txt", "naïve 文件.txt", "with space.txt"];
+      const message = await ops(names.map((name) => ({ op: "write", path: name, content: "x" })), fresh());
+      expect(changes(message)).toEqual(names.map((name) => `${V}/workspace/${name}`));
+    });
+
+    test("a call whose result is an error still lists what it wrote", async () => {
+      const message = await ops([{ op: "write", path: "partial.txt", content: "x" }], fresh(), { is_error: true });
+      expect(message.status).toBe("error");
+      expect(changes(message)).toEqual([`${V}/workspace/partial.txt`]);
+    });
+
+    test("a file truncated shorter, its time put back, is listed", async () => {
+      const thread = fresh();
+      const old = Date.now() - 3_600_000;
+      await ops([{ op: "write", path: "t.txt", content: "abcd", mtime_ms: old }], thread);
+      expect(changes(await ops([{ op: "truncate", path: "t.txt", size: 2, mtime_ms: old }], thread))).toEqual([`${V}/workspace/t.txt`]);
+    });
+
+    test.each(["small", "large"])("a file named in Latin-1 (not UTF-8), or in a folder so named, is listed (%s workspace)", async (size) => {
+      const thread = fresh();
+      if (size === "large") {
+        const many = path.join(dataDir, "threads", thread.configurable.thread_id, "user-data", "workspace", "many");
+        await mkdir(many, { recursive: true });
+        await Promise.all(Array.from({ length: 300 }, (_, i) => writeFile(path.join(many, `f${i}.txt`), "x")));
+      }
+      const latin1 = (name: string) => Buffer.from(name, "latin1").toString("hex");
+      const message = await ops(
+        [
+          { op: "write", hex: latin1("caf\xe9.txt"), content: "x" },
+          { op: "mkdir", hex: latin1("r\xe9sum\xe9s") },
+          { op: "write", hex: latin1("r\xe9sum\xe9s/cv.txt"), content: "x" },
+        ],
+        thread,
+      );
+      expect(changes(message)).toEqual([`${V}/workspace/caf\uFFFD.txt`, `${V}/workspace/r\uFFFDsum\uFFFDs/cv.txt`]);
+    });
   });
 
   test("a workspace a tool replaced by a link out of user-data: a file written through it keeps its path and is not listed", async () => {

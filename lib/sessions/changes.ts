@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
-import { lstat, open, opendir, stat } from "node:fs/promises";
+import { lstat, open, opendir, readdir, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
 
@@ -20,6 +20,33 @@ export const EXCLUDED_DIR_NAMES: ReadonlySet<string> = new Set([
   "dist",
   "node_modules",
 ]);
+
+/**
+ * A path the walk visits: a string, or the raw bytes of one with a name that is not UTF-8 (a file a tool named in
+ * Latin-1, an archive's CP437 names): as a string, decoded with U+FFFD, it would name nothing, and the file, or a
+ * whole folder, would go unlisted. Such a file is listed under its name as decoded.
+ */
+type WalkPath = string | Buffer;
+
+const SEPARATOR = Buffer.from(nodePath.sep);
+
+/** A folder entry's path: a string unless its name (or the folder's path) does not read back as the same bytes. */
+function entryPath(dir: WalkPath, name: string | Buffer): WalkPath {
+  if (typeof name === "string") return typeof dir === "string" ? nodePath.join(dir, name) : Buffer.concat([dir, SEPARATOR, Buffer.from(name)]);
+  const text = name.toString();
+  if (typeof dir === "string" && Buffer.from(text).equals(name)) return nodePath.join(dir, text);
+  return Buffer.concat([typeof dir === "string" ? Buffer.from(dir) : dir, SEPARATOR, name]);
+}
+
+/** How a path is shown (and keyed in a snapshot). */
+function shownPath(path: WalkPath): string {
+  return typeof path === "string" ? path : path.toString();
+}
+
+/** A name read as a string that lost bytes: the folder is read again with raw names. */
+function hasUndecodedName(entries: readonly Dirent[]): boolean {
+  return entries.some((entry) => entry.name.includes("\uFFFD"));
+}
 
 /** A walk stops after this many entries: a huge workspace gets no change listing rather than a slow call. */
 export const MAX_SNAPSHOT_ENTRIES = 10_000;
@@ -78,7 +105,7 @@ function digestOf(content: Uint8Array): string {
  */
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 
-function readRegularFile(file: string): Buffer | undefined {
+function readRegularFile(file: WalkPath): Buffer | undefined {
   const fd = openSync(file, READ_FLAGS);
   try {
     const info = fstatSync(fd);
@@ -88,7 +115,7 @@ function readRegularFile(file: string): Buffer | undefined {
   }
 }
 
-async function readRegularFileAsync(file: string): Promise<Buffer | undefined> {
+async function readRegularFileAsync(file: WalkPath): Promise<Buffer | undefined> {
   const handle = await open(file, READ_FLAGS);
   try {
     const info = await handle.stat();
@@ -99,7 +126,7 @@ async function readRegularFileAsync(file: string): Promise<Buffer | undefined> {
 }
 
 /** The stamp, with the content's digest when the file is racy and can be read. */
-function stampWithDigest(file: string, info: BigIntStats, digests: DigestBudget): string {
+function stampWithDigest(file: WalkPath, info: BigIntStats, digests: DigestBudget): string {
   const stamp = stampOf(info);
   if (!digests.take(info)) return stamp;
   try {
@@ -110,7 +137,7 @@ function stampWithDigest(file: string, info: BigIntStats, digests: DigestBudget)
   }
 }
 
-async function stampWithDigestAsync(file: string, info: BigIntStats, digests: DigestBudget): Promise<string> {
+async function stampWithDigestAsync(file: WalkPath, info: BigIntStats, digests: DigestBudget): Promise<string> {
   const stamp = stampOf(info);
   if (!digests.take(info)) return stamp;
   try {
@@ -147,8 +174,8 @@ interface Listing {
   readonly settled: boolean;
   /** Entries read (excluded and other kinds included), for the size bound. */
   readonly entries: number;
-  readonly dirs: readonly string[];
-  readonly files: readonly string[];
+  readonly dirs: readonly WalkPath[];
+  readonly files: readonly WalkPath[];
   /** The last walk that reached this folder (0: none yet). */
   seen: number;
 }
@@ -165,9 +192,14 @@ export interface WorkspaceScannerOptions {
 
 /** A folder's entries, but no more than `limit + 1`: a huge folder is not read whole just to learn it is too big. */
 export function readDirUpTo(dir: string, limit: number): Dirent[] {
-  const handle = opendirSync(dir, { bufferSize: Math.min(Math.max(limit + 1, 32), 1024) });
+  return readEntriesUpTo(dir, limit, "utf8") as Dirent[];
+}
+
+/** As `readDirUpTo`, with names as strings or (`buffer`) as their raw bytes. */
+function readEntriesUpTo(dir: WalkPath, limit: number, encoding: "utf8" | "buffer"): Dirent<string | Buffer>[] {
+  const handle = opendirSync(dir, { bufferSize: Math.min(Math.max(limit + 1, 32), 1024), encoding: encoding as BufferEncoding });
   try {
-    const entries: Dirent[] = [];
+    const entries: Dirent<string | Buffer>[] = [];
     for (let entry = handle.readSync(); entry !== null; entry = handle.readSync()) {
       entries.push(entry);
       if (entries.length > limit) break;
@@ -227,7 +259,7 @@ export class WorkspaceScanner {
     let digests: DigestBudget | undefined;
     let reread = false;
     let budget = SYNC_WALK_ENTRIES;
-    const pending = [this.root];
+    const pending: WalkPath[] = [this.root];
     for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
       const listing = this.list(dir, budget);
       if (listing === TOO_LARGE) return this.becameLarge();
@@ -242,14 +274,14 @@ export class WorkspaceScanner {
           const info = statSync(file, { bigint: true, throwIfNoEntry: false });
           if (!info) continue;
           digests ??= new DigestBudget(this.now() - SETTLED_LISTING_MS);
-          (files ??= new Map()).set(file, stampWithDigest(file, info, digests));
+          (files ??= new Map()).set(shownPath(file), stampWithDigest(file, info, digests));
         } catch {
           // unreadable: not listed
         }
       }
     }
     // A folder read again may have lost subfolders: forget the listings this walk did not reach.
-    if (reread) for (const [dir, listing] of this.listings) if (listing.seen !== generation) this.listings.delete(dir);
+    if (reread) for (const [key, listing] of this.listings) if (listing.seen !== generation) this.listings.delete(key);
     return files ?? EMPTY_SNAPSHOT;
   }
 
@@ -260,7 +292,7 @@ export class WorkspaceScanner {
   }
 
   /** The folder's listing; `TOO_LARGE` when it has more than `budget` entries (then it is neither read whole nor kept). */
-  private list(dir: string, budget: number): Listing | typeof TOO_LARGE | null {
+  private list(dir: WalkPath, budget: number): Listing | typeof TOO_LARGE | null {
     // The stat comes first: a change between it and the read shows as a new stamp next time. A folder that is a
     // symbolic link (the workspace itself, replaced by a tool of the thread) is not walked: what it leads to is not
     // the thread's.
@@ -272,27 +304,30 @@ export class WorkspaceScanner {
     }
     if (!info?.isDirectory()) return null;
     const { ino, ctimeMs } = info;
-    const cached = this.listings.get(dir);
+    // A raw path is keyed by its bytes (a NUL never occurs in a path).
+    const key = typeof dir === "string" ? dir : `\0${dir.toString("hex")}`;
+    const cached = this.listings.get(key);
     if (cached !== undefined && cached.settled && cached.ino === ino && cached.ctimeMs === ctimeMs) return cached;
     const readAt = this.now();
-    let entries: Dirent[];
+    let entries: Dirent<string | Buffer>[];
     try {
-      entries = this.readDir(dir, Math.max(budget, 0));
+      const read = typeof dir === "string" ? this.readDir(dir, Math.max(budget, 0)) : undefined;
+      entries = read !== undefined && (read.length > budget || !hasUndecodedName(read)) ? read : readEntriesUpTo(dir, Math.max(budget, 0), "buffer");
     } catch {
       return null;
     }
     if (entries.length > budget) return TOO_LARGE;
-    const dirs: string[] = [];
-    const files: string[] = [];
+    const dirs: WalkPath[] = [];
+    const files: WalkPath[] = [];
     for (const entry of entries) {
       if (entry.isDirectory()) {
-        if (!EXCLUDED_DIR_NAMES.has(entry.name)) dirs.push(nodePath.join(dir, entry.name));
+        if (!EXCLUDED_DIR_NAMES.has(String(entry.name))) dirs.push(entryPath(dir, entry.name));
       } else if (entry.isFile()) {
-        files.push(nodePath.join(dir, entry.name));
+        files.push(entryPath(dir, entry.name));
       }
     }
     const listing: Listing = { ino, ctimeMs, settled: ctimeMs < readAt - SETTLED_LISTING_MS, entries: entries.length, dirs, files, seen: 0 };
-    this.listings.set(dir, listing);
+    this.listings.set(key, listing);
     return listing;
   }
 
@@ -313,8 +348,8 @@ export async function snapshotWorkspace(root: string): Promise<WorkspaceSnapshot
 async function snapshotAsync(root: string, digests: DigestBudget): Promise<{ files: Map<string, string>; entries: number } | null> {
   const files = new Map<string, string>();
   let budget = MAX_SNAPSHOT_ENTRIES;
-  const walk = async (dir: string): Promise<boolean> => {
-    const entries: Dirent[] = [];
+  const walk = async (dir: WalkPath): Promise<boolean> => {
+    let entries: Dirent<string | Buffer>[] = [];
     try {
       // A folder that is a symbolic link is not walked (see `list`).
       if (!(await lstat(dir)).isDirectory()) return true;
@@ -324,19 +359,20 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<{ fil
         entries.push(entry);
         if (entries.length > budget) return false;
       }
+      if (hasUndecodedName(entries as Dirent[])) entries = await readdir(dir, { withFileTypes: true, encoding: "buffer" });
     } catch {
       return true; // vanished or unreadable: nothing to list there
     }
     budget -= entries.length;
-    const subdirs: string[] = [];
-    const stamp = async (entry: Dirent): Promise<void> => {
-      const full = nodePath.join(dir, entry.name);
+    const subdirs: WalkPath[] = [];
+    const stamp = async (entry: Dirent<string | Buffer>): Promise<void> => {
+      const full = entryPath(dir, entry.name);
       if (entry.isDirectory()) {
-        if (!EXCLUDED_DIR_NAMES.has(entry.name)) subdirs.push(full);
+        if (!EXCLUDED_DIR_NAMES.has(String(entry.name))) subdirs.push(full);
       } else if (entry.isFile()) {
         try {
           const info = await stat(full, { bigint: true });
-          files.set(full, await stampWithDigestAsync(full, info, digests));
+          files.set(shownPath(full), await stampWithDigestAsync(full, info, digests));
         } catch {
           // removed meanwhile
         }
