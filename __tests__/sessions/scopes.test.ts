@@ -39,9 +39,10 @@ const lateError: McpToolInterceptor = async (request, next) => {
   }
 };
 
+const launch = stdioFixture({ name: "local", toolNames: ["pid", "where", "slow", "ticker"] });
+
 beforeAll(async () => {
   dataDir = await makeTempDir("mcp-sessions-data-");
-  const launch = stdioFixture({ name: "local", toolNames: ["pid", "where", "slow", "ticker"] });
   const configPath = await writeConfig(await makeTempDir("mcp-sessions-"), {
     mcpServers: {
       local: { type: "stdio", ...launch, tool_call_timeout: 1 },
@@ -349,6 +350,18 @@ describe("the thread workspace", () => {
     const tmp = path.join(workspace, ".mcp", "tmp");
     expect([where.TMPDIR, where.TMP, where.TEMP]).toEqual([tmp, tmp, tmp]);
     expect((await stat(tmp)).mode & 0o777).toBe(0o700);
+  });
+
+  test("the child's environment: the server's env, the temp folders, the session tag and the six host variables the MCP SDK passes, nothing else of the host's", async () => {
+    process.env.HARNESS_HOST_ONLY_SECRET = "never-in-a-child";
+    try {
+      const where = JSON.parse(String((await callThroughGraph(graph, "local_where", {}, scope("alice", "ws-env"))).content)) as { envNames: string[] };
+      const host = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].filter((name) => process.env[name] !== undefined);
+      const expected = [...host, ...Object.keys(launch.env), "TMPDIR", "TMP", "TEMP", "MCP_HARNESS_STDIO_SESSION"];
+      expect(where.envNames).toEqual(expected.sort());
+    } finally {
+      delete process.env.HARNESS_HOST_ONLY_SECRET;
+    }
   });
 
   test("a workspace whose .mcp is a symlink to a folder elsewhere: that folder is not made private or used; a warning", async () => {
