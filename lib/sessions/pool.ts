@@ -72,9 +72,10 @@ interface Entry {
   waitable: Promise<McpSession>;
   /** Ends the wait of every caller of a creation that is being closed (the creation itself may run on a while). */
   abandon: (reason: unknown) => void;
-  /** Streamable HTTP: the server keeps a session it created until told (DELETE), also one whose id was never read. */
-  readonly endsByDelete: boolean;
-  /** Streamable HTTP: the transport, from the start of the creation (its session id tells whether the server answered). */
+  /**
+   * Streamable HTTP: the transport, set as the creation starts. The server keeps a session it created until told
+   * (DELETE), also one whose id the client never read; the id tells whether the server answered the initialize.
+   */
   httpTransport?: StreamableHTTPClientTransport;
   /** Set right after the entry is created; the connect needs the entry's identity. */
   ready: Promise<McpSession>;
@@ -363,7 +364,6 @@ export class SessionPool {
       closing: false,
       secrets: new Set(),
       creation: new AbortController(),
-      endsByDelete: server.type === "http",
     } as Entry;
     for (const value of headerSecrets(opts.headers)) entry.secrets.add(value);
     entry.ready = this.connect(entry, server, opts);
@@ -448,9 +448,9 @@ export class SessionPool {
     // Streamable HTTP: at `session_init_timeout` the callers hear of it and the entry is closed, which gives the
     // initialization a grace to finish (see `closeOnce`): a server that created the session meanwhile is told (DELETE).
     const deadlineMs = opts.initTimeoutMs;
-    const initTimeoutMs = entry.endsByDelete ? null : deadlineMs;
+    const initTimeoutMs = entry.httpTransport ? null : deadlineMs;
     const expiry =
-      entry.endsByDelete && deadlineMs !== null
+      entry.httpTransport && deadlineMs !== null
         ? setClampedTimeout(() => void this.closeEntry(entry, new DeadlineExceededError(deadlineMs)), deadlineMs)
         : undefined;
     try {
@@ -585,7 +585,7 @@ export class SessionPool {
     entry.closing = true;
     if (!entry.session) {
       entry.abandon(reason);
-      if (entry.endsByDelete && entry.httpTransport?.sessionId === undefined) {
+      if (entry.httpTransport && entry.httpTransport.sessionId === undefined) {
         // The server may have created the session already while its answer, with the id, is still on the way: the
         // initialization gets a short grace to finish, so the session can be ended (DELETE) instead of left open.
         // Once the id is known, the creation stops at once: its failure ends the session (the transport's close).
