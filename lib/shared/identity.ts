@@ -35,9 +35,9 @@ const UNSET: IdField = ["", undefined];
 
 /**
  * The first of the run's user fields that is set, in precedence order (SPEC §5.1). The server's authenticated user
- * (`serverInfo.user`, or the `configurable.langgraph_auth_user` LangGraph builds it from)
- * decides even when its identity is "" (an auth handler admitting anonymous callers): such a run names no user, and the
- * caller's own `context.user_id` never stands in for it. A `langgraph_auth_user_id` of "" alone does not: LangGraph's
+ * (`serverInfo.user`, or the `configurable.langgraph_auth_user` LangGraph builds it from) decides even when its
+ * identity is "" (an auth handler admitting anonymous callers): such a run names no user, and the caller's own
+ * `context.user_id` never stands in for it. A `langgraph_auth_user_id` of "" alone does not: LangGraph's
  * Python server stamps that (with no user) on every run when it has no auth configured.
  */
 function userField(runtime: ToolRuntime): IdField {
