@@ -7,6 +7,7 @@ import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
 import { sha256Hex } from "../fixtures/tools";
+import { mergedHeaderSets } from "../../lib/shared/headers";
 import { startTokenFixture, type TokenFixture } from "../fixtures/token-server";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 
@@ -279,5 +280,31 @@ describe("calls outside an agent run (the durable-task switch)", () => {
     await expect(toolkit.callTool({ server: "nope", tool: "echo", args: {} })).rejects.toThrow(
       "MCP server 'nope' is not configured or not enabled",
     );
+  });
+});
+
+describe("remembered header sets", () => {
+  test("per-run tokens on a server with two per-user layers keep at most 1024 header sets in the whole process", async () => {
+    const call = async (userId: string, token: string) => {
+      const id = `bound-${++marker}`;
+      const runtime = { context: { user_id: userId, secrets: { api_key: token } } } as never;
+      await toolkit.callTool({ server: "guarded", tool: "echo", args: { text: id }, runtime });
+      return findToolCall(http.requests, id)!;
+    };
+    // Each user's merged user_auth headers are the base of the headers_from_context memo: 2 users × 520 runs.
+    for (let run = 0; run < 520; run += 8) {
+      const batch: Promise<RecordedRequest>[] = [];
+      for (let i = run; i < run + 8; i += 1) batch.push(call("alice", `run-${i}`), call("carol", `run-${i}`));
+      await Promise.all(batch);
+    }
+    expect(mergedHeaderSets()).toBeLessThanOrEqual(1024);
+
+    const last = await call("alice", "run-519");
+    expect(rawHeaderValues(last, "x-user-token")).toEqual(["alice-token-1"]);
+    expect(rawHeaderValues(last, "x-api-key")).toEqual(["run-519"]);
+    const postsBefore = http.requests.filter((r) => r.method === "POST").length;
+    const again = await call("alice", "run-519");
+    expect(again.sessionId).toBe(last.sessionId);
+    expect(http.requests.filter((r) => r.method === "POST").length - postsBefore).toBe(1);
   });
 });

@@ -102,31 +102,48 @@ export function collapseHeaderCase(headers: HeaderMap): HeaderMap {
   return headers;
 }
 
-/** Header sets remembered per base set, the most recently used first out. */
+/**
+ * Header sets remembered in the whole process, across every layer, server, toolkit and generation, the least
+ * recently used first out. One total: with a memo per base set, each user's merged `user_auth` headers would be
+ * the base of its own `headers_from_context` memo, and per-run tokens would fill one per user.
+ */
 const MERGED_HEADERS_LIMIT = 1024;
+
+/** The remembered sets by (memo, base set, values); a key spells the values, so an evicted set's values go with it. */
+const remembered = new Map<string, HeaderMap>();
+/** A number per base set, so a key names the set without holding it: a base nothing else holds can be collected. */
+const baseIds = new WeakMap<HeaderMap, number>();
+let nextBaseId = 0;
+let nextMemoId = 0;
+
+/** How many header sets the process remembers (a diagnostic: never more than `MERGED_HEADERS_LIMIT`). */
+export function mergedHeaderSets(): number {
+  return remembered.size;
+}
 
 /**
  * The merged headers of recent (base headers, values) pairs, so one user's calls carry the very same header
  * object: the session pool, the sendability check and the redactor memoize by its identity. `values` must spell
- * each distinct set of added values differently.
+ * each distinct set of added values differently. All instances share one bounded memo.
  */
 export class MergedHeaders {
-  private readonly byBase = new WeakMap<HeaderMap, Map<string, HeaderMap>>();
+  private readonly id = nextMemoId++;
 
   get(base: HeaderMap, values: string, merge: () => HeaderMap): HeaderMap {
-    let byValues = this.byBase.get(base);
-    if (byValues === undefined) {
-      byValues = new Map();
-      this.byBase.set(base, byValues);
+    let baseId = baseIds.get(base);
+    if (baseId === undefined) {
+      baseId = nextBaseId++;
+      baseIds.set(base, baseId);
     }
-    let headers = byValues.get(values);
+    const key = `${this.id}\u0000${baseId}\u0000${values}`;
+    let headers = remembered.get(key);
     if (headers === undefined) {
       headers = merge();
-      if (byValues.size >= MERGED_HEADERS_LIMIT) byValues.delete(byValues.keys().next().value as string);
+      if (remembered.size >= MERGED_HEADERS_LIMIT) remembered.delete(remembered.keys().next().value as string);
     } else {
-      byValues.delete(values);
+      remembered.delete(key);
     }
-    byValues.set(values, headers);
+    remembered.set(key, headers);
     return headers;
   }
 }
