@@ -40,7 +40,7 @@ beforeAll(async () => {
   await chmod(script, 0o755);
   const command = path.join(dir, "mcp-launcher");
   await symlink("/bin/bash", command);
-  http = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
+  http = await startHttpFixture({ name: "remote", toolNames: ["echo", "rpc_error"] });
   proxy = await startProxy(http.url);
   const users = { alice: "alice-key-0001", bob: "bob-key-0002", carol: "carol-key-0003", dan: "dan-key-0004" };
   const configPath = await writeConfig(dir, {
@@ -96,6 +96,11 @@ describe("a session that cannot serve the call: the error ToolMessage is one cle
     proxy.rule = () => undefined;
     expect(message.status).toBe("error");
     expectOneCleanLine(message.content);
+  });
+
+  test("HTTP: the server answers the call with a JSON-RPC error: its code and message once", async () => {
+    const message = await callThroughGraph(graph, "remote_rpc_error", {}, { context: { user_id: "alice" } });
+    expect([message.status, message.content]).toEqual(["error", "MCP tool 'rpc_error' on server 'remote' failed: MCP error -32042: sign in at the server first"]);
   });
 
   test("HTTP: the session expired", async () => {

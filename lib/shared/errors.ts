@@ -25,9 +25,13 @@ export function isOwnText(err: unknown): boolean {
   return err instanceof Error && own.has(err);
 }
 
-/** The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". */
+/**
+ * The message, with the cause's when it adds something: fetch's "fetch failed" hides "connect ECONNREFUSED …". An MCP
+ * error's prefix appears once: the SDK server sends its prefixed message as the JSON-RPC error's text, and the SDK
+ * client prefixes it again ("MCP error -32042: MCP error -32042: …").
+ */
 export function messageWithCause(err: unknown): string {
-  const message = (err as Error)?.message ?? String(err);
+  const message = ((err as Error)?.message ?? String(err)).replace(/^(MCP error -?\d+: )\1+/, "$1");
   const cause = (err as { cause?: unknown })?.cause;
   // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
   const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
