@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { DEFAULT_MAX_STDIO_SESSIONS } from "../../lib/sessions";
@@ -27,9 +28,23 @@ async function toolkitWith(servers: Record<string, object>, options: { maxStdioS
   return { toolkit, logger };
 }
 
-/** Up to 30 s: on a loaded 2-core machine a `bash -c` child takes seconds to show up (and to go). */
-async function waitFor(condition: () => boolean): Promise<void> {
-  expect(await waitUntil(condition, 30_000)).toBe(true);
+/**
+ * Up to 30 s: on a loaded 2-core machine a `bash -c` child takes seconds to show up (and to go). A wait on the processes
+ * of a marker that runs out shows their command lines.
+ */
+async function waitFor(condition: () => boolean, marker?: string): Promise<void> {
+  if (await waitUntil(condition, 30_000)) return;
+  expect(marker === undefined ? "the condition held" : { processes: commandLines(marker) }).toBe("the condition held");
+}
+
+function commandLines(marker: string): string[] {
+  return pidsWithMarker(marker).map((pid) => {
+    try {
+      return `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ")}`;
+    } catch {
+      return `${pid}: gone`;
+    }
+  });
 }
 
 const scope = (thread: string) => ({ context: { user_id: "u" }, configurable: { thread_id: thread } });
@@ -103,7 +118,7 @@ describe("creations that do not finish leave no child", () => {
     });
     expect(await toolkit.getTools()).toEqual([]);
     expect(logger.messages("warn").join("\n")).toMatch(/Skipping MCP server 'late' after tool discovery timed out/);
-    await waitFor(() => pidsWithMarker(marker).length === 0);
+    await waitFor(() => pidsWithMarker(marker).length === 0, marker);
   });
 
   test("a creation every waiter gave up on (the run was cancelled) is abandoned and its child closed", async () => {
@@ -116,10 +131,10 @@ describe("creations that do not finish leave no child", () => {
     const controller = new AbortController();
     const run = graph.invoke({ messages: [toolCalls([{ name: "local_pid", args: {} }])] }, { ...scope("cancelled"), signal: controller.signal });
     // Abort as soon as the new child exists, before it has answered initialize.
-    await waitFor(() => pidsWithMarker(marker).length === 2);
+    await waitFor(() => pidsWithMarker(marker).length === 2, marker);
     controller.abort(new Error("user cancelled"));
     await expect(run).rejects.toThrow();
-    await waitFor(() => pidsWithMarker(marker).length === 1);
+    await waitFor(() => pidsWithMarker(marker).length === 1, marker);
     expect(pidsWithMarker(marker)).toEqual(discoveryChild);
     // The scope works afterwards, on a new child.
     expect(await pidIn(graph, "local_pid", "cancelled")).not.toBe(discoveryChild[0]);
@@ -135,12 +150,13 @@ describe("creations that do not finish leave no child", () => {
     const b = await pidIn(graph, "sh_pid", "b"); // three live: the bound
     const controller = new AbortController();
     const hung = graph.invoke({ messages: [toolCalls([{ name: "sh_pid", args: {} }])] }, { ...scope("hang-1"), signal: controller.signal });
-    await waitFor(() => pidsWithMarker(marker).length === 4);
+    // hang-1's child is up (it shows as `hang-<marker> 600` once it has become the sleeping process).
+    await waitFor(() => commandLines(marker).some((line) => line.includes(` hang-${marker} 600`)), marker);
     // "c" comes up while hang-1 is starting: room is made for it alone (the default scope's child goes).
     const c = await pidIn(graph, "sh_pid", "c");
     controller.abort(new Error("user cancelled"));
     await expect(hung).rejects.toThrow();
-    await waitFor(() => pidsWithMarker(marker).length === 3);
+    await waitFor(() => pidsWithMarker(marker).length === 3, marker);
     expect(pidsWithMarker(marker).sort()).toEqual([a, b, c].sort());
     expect(await pidIn(graph, "sh_pid", "a")).toBe(a);
   });
@@ -151,10 +167,10 @@ describe("creations that do not finish leave no child", () => {
     const { toolkit } = await toolkitWith({ slow: { type: "stdio", ...launch, args: [...launch.args, marker] } });
     const graph = toolNodeGraph(await toolkit.getTools());
     const call = callThroughGraph(graph, "slow_pid", {}, scope("closing"));
-    await waitFor(() => pidsWithMarker(marker).length === 2);
+    await waitFor(() => pidsWithMarker(marker).length === 2, marker);
     await toolkit.close();
     const message = await call;
     expect(message.status).toBe("error");
-    await waitFor(() => pidsWithMarker(marker).length === 0);
+    await waitFor(() => pidsWithMarker(marker).length === 0, marker);
   });
 });
