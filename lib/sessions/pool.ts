@@ -583,20 +583,20 @@ export class SessionPool {
     this.forget(entry);
     this.draining.delete(entry);
     entry.closing = true;
+    let grace: NodeJS.Timeout | undefined;
     if (!entry.session) {
       entry.abandon(reason);
+      // The server may have created the session already while its answer, with the id, is still on the way: the
+      // initialization gets a short grace to finish, so the session can be ended (DELETE) instead of left open.
+      // Once the id is known, the creation stops at once: its failure ends the session (the transport's close).
       if (entry.httpTransport && entry.httpTransport.sessionId === undefined) {
-        // The server may have created the session already while its answer, with the id, is still on the way: the
-        // initialization gets a short grace to finish, so the session can be ended (DELETE) instead of left open.
-        // Once the id is known, the creation stops at once: its failure ends the session (the transport's close).
-        const grace = setClampedTimeout(() => entry.creation.abort(reason), this.deleteTimeoutMs);
-        await entry.ready.catch(() => undefined);
-        clearTimeout(grace);
+        grace = setClampedTimeout(() => entry.creation.abort(reason), this.deleteTimeoutMs);
       } else {
         entry.creation.abort(reason);
       }
     }
     const session = await entry.ready.catch(() => undefined);
+    clearTimeout(grace);
     if (!session) return;
     try {
       // Streamable HTTP: the transport's close ends the server's session first (DELETE).
