@@ -1,6 +1,6 @@
 import { describe, expect, test } from "@jest/globals";
 import type { ToolMessage } from "@langchain/core/messages";
-import { createMcpToolkit, RecordingLogger } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolkit, type McpToolkitOptions } from "../../lib";
 import { MAX_TIMER_SECONDS } from "../../lib/shared/timers";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -11,15 +11,24 @@ import { startSseFixture, type SseFixtureOptions } from "../fixtures/sse-server"
 const asUser = (key: string) => ({ context: { secrets: { api_key: key } } });
 const isDelete = (sessionId: string) => (r: RecordedRequest) => r.method === "DELETE" && r.sessionId === sessionId;
 
+/** A toolkit on one server whose sessions are per user (`X-Api-Key` from the run's `api_key` secret). */
+async function perUserToolkit(
+  name: string,
+  server: { type: "http" | "sse"; url: string } & Record<string, unknown>,
+  options: Omit<McpToolkitOptions, "configPath" | "env" | "logger"> = {},
+): Promise<McpToolkit> {
+  const configPath = await writeConfig(await makeTempDir(`mcp-review-${name}-`), {
+    mcpServers: { [name]: { ...server, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
+  });
+  return createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), ...options });
+}
+
 describe("the HTTP cap counts sessions that are up, not creations still under way", () => {
   test("a creation cancelled while another user's session comes up costs no third user its idle session", async () => {
     // Read at each initialize, so one user's can be made to hang.
     const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo", "slow"] };
     const server = await startHttpFixture(options);
-    const configPath = await writeConfig(await makeTempDir("mcp-review-cap-pending-"), {
-      mcpServers: { remote: { type: "http", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
-    });
-    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), maxHttpSessionsPerServer: 2, httpSessionIdleSeconds: MAX_TIMER_SECONDS });
+    const kit = await perUserToolkit("remote", { type: "http", url: server.url }, { maxHttpSessionsPerServer: 2, httpSessionIdleSeconds: MAX_TIMER_SECONDS });
     try {
       const graph = toolNodeGraph(await kit.getTools());
       const call = (key: string, text: string, signal?: AbortSignal) =>
@@ -58,17 +67,11 @@ describe("one header set, concurrent first calls", () => {
     let open!: () => void;
     const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
     const server = await startHttpFixture(options);
-    const configPath = await writeConfig(await makeTempDir("mcp-review-dedup-"), {
-      mcpServers: { remote: { type: "http", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
-    });
     // Innermost: by the time `next` returns, the call waits in the pool (acquire counts it synchronously).
     let joined = 0;
     let allJoined!: () => void;
     const everyoneWaits = new Promise<void>((resolve) => (allJoined = resolve));
-    const kit = createMcpToolkit({
-      configPath,
-      env: {},
-      logger: new RecordingLogger(),
+    const kit = await perUserToolkit("remote", { type: "http", url: server.url }, {
       interceptors: [
         (request, next) => {
           const sent = next(request);
@@ -106,10 +109,7 @@ describe("SSE: toolkit.close() while a call's session is initializing", () => {
     let open!: () => void;
     const options: SseFixtureOptions = { name: "events", toolNames: ["echo"] };
     const server = await startSseFixture(options);
-    const configPath = await writeConfig(await makeTempDir("mcp-review-sse-close-init-"), {
-      mcpServers: { events: { type: "sse", url: server.url, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
-    });
-    const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    const kit = await perUserToolkit("events", { type: "sse", url: server.url });
     try {
       const graph = toolNodeGraph(await kit.getTools());
       options.initGate = new Promise<void>((resolve) => (open = resolve));
@@ -139,10 +139,7 @@ describe("streamable HTTP: a call's session given up while the server holds its 
       const options: StreamableHttpFixtureOptions = { name: "remote", toolNames: ["echo"] };
       const server = await startHttpFixture(options);
       const timeout = how === "its session_init_timeout" ? { session_init_timeout: 0.3 } : {};
-      const configPath = await writeConfig(await makeTempDir("mcp-review-http-close-init-"), {
-        mcpServers: { remote: { type: "http", url: server.url, ...timeout, headers_from_context: { headers: { "X-Api-Key": "api_key" } } } },
-      });
-      const kit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+      const kit = await perUserToolkit("remote", { type: "http", url: server.url, ...timeout });
       try {
         const graph = toolNodeGraph(await kit.getTools());
         const discovery = server.activeSessionIds();
