@@ -13,7 +13,7 @@ import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { exited, hasExited, onChildStart, whenGone } from "./child";
-import { endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
+import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -161,6 +161,8 @@ export class SessionPool {
   private readonly maxStdioSessions: number;
   private readonly dataDir: string | undefined;
   private stdioCount = 0;
+  /** The sweep for processes of sessions a killed host left (`endOrphanedSessionsOnce`), begun with the first stdio session. */
+  private orphanSweep: Promise<void> | undefined;
   /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
   private readonly draining = new Set<Entry>();
   /** Sessions being closed: `close()` waits for them, so nothing a pool opened outlives it. */
@@ -379,6 +381,7 @@ export class SessionPool {
   private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
     const { key, serverName } = entry;
     const stdio = server.type === "stdio";
+    if (stdio) this.orphanSweep ??= endOrphanedSessionsOnce(this.logger);
     const scope = stdio ? (opts.scope ?? DEFAULT_SCOPE) : undefined;
     const paths = scope && this.dataDir !== undefined ? threadPaths(this.dataDir, scope.threadId) : undefined;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
@@ -563,6 +566,7 @@ export class SessionPool {
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
     // A closing may start another (a child's exit ends what it started): wait until none is left.
     while (this.closings.size > 0) await Promise.all([...this.closings]);
+    await this.orphanSweep;
   }
 
   /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */

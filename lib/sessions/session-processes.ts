@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
+import type { Logger } from "../shared/logger";
 
 /**
  * The processes a stdio server started besides itself (the real server under an `npx`, `uvx` or `sh -c` wrapper, a
@@ -14,10 +16,45 @@ import { readdir, readFile } from "node:fs/promises";
 /** The environment variable that tags every process of one stdio session. */
 export const SESSION_TAG_ENV = "MCP_HARNESS_STDIO_SESSION";
 
-/** A new tag for one session's child. */
-export function newSessionTag(): string {
-  return randomUUID();
+/**
+ * This process as its sessions' tags name it: `<PID namespace>.<pid>.<start time>` (`null` where /proc cannot tell).
+ * The namespace keeps a process that sees a container's processes (the machine's root, as root) from taking the pids
+ * their tags name, which are the container's, for its own.
+ */
+let host: string | null | undefined;
+
+function hostOfTags(): string | null {
+  if (host === undefined) {
+    host = null;
+    if (process.platform === "linux") {
+      try {
+        const namespace = pidNamespace(readlinkSync(`${PROC}/self/ns/pid`));
+        const start = startTimeIn(readFileSync(`${PROC}/self/stat`, "utf8"));
+        if (namespace !== undefined && start !== undefined) host = `${namespace}.${process.pid}.${start}`;
+      } catch {
+        // no /proc: tags without a host, which no sweep ends
+      }
+    }
+  }
+  return host;
 }
+
+/** The inode number in a PID namespace link (`pid:[4026531836]`). */
+function pidNamespace(link: string): string | undefined {
+  return /^pid:\[([0-9]+)\]$/.exec(link)?.[1];
+}
+
+/**
+ * A new tag for one session's child: its host (`hostOfTags`), then a UUID, so that the processes of a host killed
+ * before it could close its sessions are recognised as orphans (see `endOrphanedSessions`).
+ */
+export function newSessionTag(): string {
+  const prefix = hostOfTags();
+  return prefix === null ? randomUUID() : `${prefix}.${randomUUID()}`;
+}
+
+/** A tag `newSessionTag` made with a host: the host's PID namespace, pid and start time. */
+const HOSTED_TAG = /^([0-9]+)\.([0-9]+)\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A process as found: its pid and start time, so a pid the system reused since is never signalled. */
 export interface ProcessRef {
@@ -61,10 +98,19 @@ async function statOf(pid: number): Promise<ProcStat | undefined> {
   } catch {
     return undefined;
   }
-  // After the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th field.
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(text);
   if (fields.length < 20 || fields[0] === "Z" || fields[0] === "X") return undefined;
   return { ppid: Number(fields[1]), start: fields[19] };
+}
+
+/** The fields of a /proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th. */
+function statFields(text: string): string[] {
+  return text.slice(text.lastIndexOf(")") + 2).split(" ");
+}
+
+function startTimeIn(text: string): string | undefined {
+  const fields = statFields(text);
+  return fields.length < 20 ? undefined : fields[19];
 }
 
 /** The session tag in a process's environment: its value, `undefined` without one, `null` when unreadable. */
@@ -220,4 +266,50 @@ export async function endTaggedProcesses(tag: string, known: readonly ProcessRef
     ended += await endProcesses(late, 0);
   }
   return ended;
+}
+
+/**
+ * Ends the processes of stdio sessions whose host, the process whose toolkit started them, is gone without closing
+ * them (killed, crashed, stopped by a signal it had no handler for): a server that runs on once its stdin closes, and
+ * what servers started (a browser, a daemon). Found by their tags, which name the host's PID namespace, pid and start
+ * time; a host still running (that pid with that start time) keeps its sessions, and so does one in another PID
+ * namespace. Processes that shed the tag (`env -i`) are found only while a tagged parent still runs. Returns how many
+ * it ended.
+ */
+export async function endOrphanedSessions(graceMs = LEFTOVER_GRACE_MS): Promise<number> {
+  const ours = hostOfTags();
+  if (ours === null) return 0;
+  const namespace = ours.slice(0, ours.indexOf("."));
+  const tags = new Set<string>();
+  for (const { tag } of await freshScan()) if (typeof tag === "string" && HOSTED_TAG.test(tag)) tags.add(tag);
+  const hostGone = new Map<string, boolean>();
+  const orphaned: string[] = [];
+  for (const tag of tags) {
+    const [, tagNamespace, pid, start] = HOSTED_TAG.exec(tag)!;
+    // A host in another PID namespace is not found under its pid here.
+    if (tagNamespace !== namespace) continue;
+    let gone = hostGone.get(`${pid}.${start}`);
+    if (gone === undefined) {
+      gone = (await statOf(Number(pid)))?.start !== start;
+      hostGone.set(`${pid}.${start}`, gone);
+    }
+    if (gone) orphaned.push(tag);
+  }
+  const ended = await Promise.all(orphaned.map((tag) => endTaggedProcesses(tag, [], graceMs)));
+  return ended.reduce((sum, n) => sum + n, 0);
+}
+
+let sweep: Promise<void> | undefined;
+
+/** `endOrphanedSessions` once per process (on its first stdio session), its outcome logged. */
+export function endOrphanedSessionsOnce(logger: Logger): Promise<void> {
+  sweep ??= endOrphanedSessions().then(
+    (ended) => {
+      if (ended > 0) {
+        logger.info(`ended ${ended} process(es) left by stdio MCP sessions of a host process that ended without closing them`);
+      }
+    },
+    () => undefined,
+  );
+  return sweep;
 }
