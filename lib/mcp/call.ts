@@ -2,7 +2,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { ToolRuntime } from "@langchain/core/tools";
 import { isCommand, isGraphBubbleUp } from "@langchain/langgraph";
-import type { CallToolResult, Progress } from "@modelcontextprotocol/sdk/types.js";
+import { ErrorCode, McpError, type CallToolResult, type Progress } from "@modelcontextprotocol/sdk/types.js";
 import type { McpServerConfig } from "../config";
 import { assertSendableHeader, collapseHeaderCase, EMPTY_HEADERS, type HeaderMap } from "../shared/headers";
 import type { Redactor } from "../shared/redact";
@@ -297,6 +297,8 @@ function sendToServer(
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
       if (scanner && workspace.before === undefined) workspace.before = scanner.snapshotInPlace() ?? (await scanner.snapshotLarge());
+      // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
+      if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
       const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
       const broken = outputs?.violation(request.toolName, result);
@@ -311,8 +313,12 @@ function sendToServer(
           cwd: server.cwd || paths.workspace,
           // Not listed when the thread's folders are not its own any more (see userDataRoot).
           changed: root === null ? [] : changed,
-          // Read when the paths are translated: by then every header the chain passed on is known.
-          scrub: (text) => secrets.redactor().text(text),
+          // Read when the paths are translated: by then every header the chain passed on is known. A call sent on this
+          // child since the answer (while the walk above ran off the event loop) may have named a file with its secrets.
+          scrub: (text) => {
+            noteRememberedNow(lease.session, secrets);
+            return secrets.redactor().text(text);
+          },
         };
       }
       return result;
