@@ -4,55 +4,34 @@
  * file running meanwhile may be the one that ends an orphan here: what is checked is that it is gone, not who ended it.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync, readlinkSync } from "node:fs";
 import * as path from "node:path";
-import { createInterface } from "node:readline";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { endOrphanedSessions, SESSION_TAG_ENV } from "../../lib/sessions/session-processes";
 import { makeTempDir, writeConfig } from "../fixtures/config";
+import { endHosts, hostMarker as marker, startHost } from "../fixtures/hosts";
 import { stdioFixture, TSX_CJS_REGISTER } from "../fixtures/stdio";
 import { pidsWithMarker, waitUntil } from "../fixtures/processes";
 
-const HOST = path.join(__dirname, "..", "fixtures", "stdio-host.ts");
-
-const hosts: ChildProcess[] = [];
-const marks: string[] = [];
 const toolkits: McpToolkit[] = [];
 afterEach(async () => {
   await Promise.all(toolkits.splice(0).map((toolkit) => toolkit.close()));
-  for (const host of hosts.splice(0)) host.kill("SIGKILL");
-  for (const mark of marks.splice(0)) for (const pid of pidsWithMarker(mark)) process.kill(pid, "SIGKILL");
+  endHosts();
 });
 
-let markers = 0;
-/** A `sleep` argument no other process has: the sleeper is found by it in /proc. */
-function marker(): string {
-  const mark = `8${(markers += 1)}.${process.pid}${Date.now() % 1000}`;
-  marks.push(mark);
-  return mark;
-}
-
 /** The fixture server launched through `sh -c`, which first starts a sleeper in a session of its own (a daemon). */
-function withDaemon(sleeper: string) {
+function withDaemon(sleeper: string, daemon = `setsid sleep ${sleeper}`) {
   const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
-  const background = `setsid sleep ${sleeper} </dev/null >/dev/null 2>&1 &`;
+  const background = `${daemon} </dev/null >/dev/null 2>&1 &`;
   return { type: "stdio" as const, command: "sh", args: ["-c", `${background} exec "$0" "$@"`, launch.command, ...launch.args], env: launch.env };
 }
 
-/** A host process whose toolkit started the server's child (discovery), once it says so. */
-async function startHost(sleeper: string): Promise<ChildProcess> {
-  const configPath = await writeConfig(await makeTempDir("orphan-host-"), { mcpServers: { local: withDaemon(sleeper) } });
-  const host = spawn(process.execPath, ["--require", TSX_CJS_REGISTER, HOST, configPath, await makeTempDir("orphan-host-data-")], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  hosts.push(host);
-  const lines = createInterface({ input: host.stdout! });
-  const [line] = (await Promise.race([once(lines, "line"), once(host, "exit").then(() => ["exited"])])) as string[];
-  expect(line).toBe("ready");
-  return host;
+/** A host whose server's `sh -c` first started a daemon carrying `sleeper` (`prefix`: the host runs under it). */
+async function hostWithDaemon(sleeper: string, prefix: readonly string[] = []) {
+  return startHost(await writeConfig(await makeTempDir("orphan-host-"), { mcpServers: { local: withDaemon(sleeper) } }), prefix);
 }
 
 /** A `sleep` carrying `tag` as its session tag, as a session's process would. */
@@ -70,8 +49,8 @@ function ownHost(): { namespace: string; start: string } {
 describe("processes of stdio sessions whose host was killed", () => {
   test("the next host's first stdio session ends them; a host still running keeps its own", async () => {
     const [killedHosts, runningHosts] = [marker(), marker()];
-    const killed = await startHost(killedHosts);
-    await startHost(runningHosts);
+    const killed = await hostWithDaemon(killedHosts);
+    await hostWithDaemon(runningHosts);
     expect(await waitUntil(() => pidsWithMarker(killedHosts).length === 1 && pidsWithMarker(runningHosts).length === 1)).toBe(true);
     killed.kill("SIGKILL");
     await once(killed, "exit");
@@ -102,4 +81,46 @@ describe("processes of stdio sessions whose host was killed", () => {
     await endOrphanedSessions(0);
     expect(all.map((mark) => pidsWithMarker(mark).length)).toEqual([0, 1, 1, 1, 1]);
   });
+});
+
+/** A node program that runs one sweep (in a process of its own, as another host would) and prints how many it ended. */
+const SWEEP = `require(${JSON.stringify(path.join(__dirname, "..", "..", "lib", "sessions", "session-processes.ts"))}).endOrphanedSessions(0).then((n) => console.log(n))`;
+function sweepIn(prefix: readonly string[], env?: NodeJS.ProcessEnv): number {
+  const [command, ...args] = [...prefix, process.execPath, "--require", TSX_CJS_REGISTER, "-e", SWEEP];
+  return Number(execFileSync(command, args, { encoding: "utf8", ...(env ? { env } : {}) }).trim());
+}
+const root = process.getuid?.() === 0 && process.platform === "linux";
+
+// Real namespaces (unshare, nsenter, a /proc mounted with hidepid): root only.
+(root ? describe : describe.skip)("a sweep leaves the processes of a host still running where it cannot see that host as its tags name it", () => {
+  test("a host in a PID namespace whose /proc is the machine's (process.pid is not its pid in /proc): a sweep there keeps its sessions", async () => {
+    const daemon = marker();
+    const host = await hostWithDaemon(daemon, ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--"]);
+    expect(await waitUntil(() => pidsWithMarker(daemon).length === 1)).toBe(true);
+    // From another process in the host's PID namespace (that of the node process `unshare` forked).
+    const inside = readFileSync(`/proc/${host.pid}/task/${host.pid}/children`, "utf8").trim();
+    // Its signals would go to the pids of that namespace: that it took nothing for an orphan is what tells. Tags of
+    // other namespaces (every other test's) are not its to judge, so the count is this host's alone.
+    expect(sweepIn(["nsenter", "--target", inside, "--pid", "--"])).toBe(0);
+    expect(pidsWithMarker(daemon)).toHaveLength(1);
+  }, 60_000);
+
+  test("a host in a time namespace of its own (its start time reads otherwise here) keeps its sessions", async () => {
+    const daemon = marker();
+    await hostWithDaemon(daemon, ["unshare", "--time", "--boottime", "100000", "--fork", "--kill-child=SIGKILL", "--"]);
+    expect(await waitUntil(() => pidsWithMarker(daemon).length === 1)).toBe(true);
+    sweepIn([]);
+    expect(pidsWithMarker(daemon)).toHaveLength(1);
+  }, 60_000);
+
+  test("a host the sweeping user cannot see (/proc with hidepid=2) keeps the processes that user can see", async () => {
+    // The daemon runs as nobody; its host as root.
+    const nobodysDaemon = marker();
+    const asNobodyDaemon = `setpriv --reuid=65534 --regid=65534 --clear-groups setsid sleep ${nobodysDaemon}`;
+    await startHost(await writeConfig(await makeTempDir("orphan-host-"), { mcpServers: { local: withDaemon(nobodysDaemon, asNobodyDaemon) } }));
+    expect(await waitUntil(() => pidsWithMarker(nobodysDaemon).length === 1)).toBe(true);
+    const asNobody = `mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"`;
+    sweepIn(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", asNobody, "sh"], { ...process.env, HOME: "/tmp" });
+    expect(pidsWithMarker(nobodysDaemon)).toHaveLength(1);
+  }, 60_000);
 });

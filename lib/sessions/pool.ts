@@ -399,6 +399,9 @@ export class SessionPool {
           `(${tmpProblem}); MCP server '${serverName}' runs there with the host's temp folder`,
       );
     }
+    // A server may need what the processes a killed host left hold (a lock, a port, a browser's profile): it starts once
+    // the sweep has ended them.
+    await this.orphanSweep;
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,

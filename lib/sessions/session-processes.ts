@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, readlink } from "node:fs/promises";
 import type { Logger } from "../shared/logger";
 
 /**
@@ -28,6 +28,9 @@ function hostOfTags(): string | null {
     host = null;
     if (process.platform === "linux") {
       try {
+        // A /proc of another PID namespace (`unshare --pid` without a /proc of its own) lists this process under
+        // another pid: a sweep there would take the pid in a tag for another process's, and end a live host's sessions.
+        if (readlinkSync(`${PROC}/self`) !== String(process.pid)) return host;
         const namespace = pidNamespace(readlinkSync(`${PROC}/self/ns/pid`));
         const start = startTimeIn(readFileSync(`${PROC}/self/stat`, "utf8"));
         if (namespace !== undefined && start !== undefined) host = `${namespace}.${process.pid}.${start}`;
@@ -290,13 +293,47 @@ export async function endOrphanedSessions(graceMs = LEFTOVER_GRACE_MS): Promise<
     if (tagNamespace !== namespace) continue;
     let gone = hostGone.get(`${pid}.${start}`);
     if (gone === undefined) {
-      gone = (await statOf(Number(pid)))?.start !== start;
+      gone = await isGone(Number(pid), start);
       hostGone.set(`${pid}.${start}`, gone);
     }
     if (gone) orphaned.push(tag);
   }
   const ended = await Promise.all(orphaned.map((tag) => endTaggedProcesses(tag, [], graceMs)));
   return ended.reduce((sum, n) => sum + n, 0);
+}
+
+/**
+ * Whether the host `pid` started at `start` is gone: its pid is free, a zombie's, or another process's (another start
+ * time). A /proc entry that cannot be read (hidden by `hidepid` from another user, an error) is not taken for a host
+ * gone unless no process has that pid.
+ */
+async function isGone(pid: number, start: string): Promise<boolean> {
+  let text: string;
+  try {
+    text = await readFile(`${PROC}/${pid}/stat`, "utf8");
+  } catch {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === "ESRCH";
+    }
+  }
+  const fields = statFields(text);
+  if (fields.length < 20) return false;
+  if (fields[0] === "Z" || fields[0] === "X") return true;
+  return fields[19] !== start && !(await otherTimeNamespace(pid));
+}
+
+/** Whether `pid` runs in another time namespace than this process: its start time then reads with another boot time offset here. */
+async function otherTimeNamespace(pid: number): Promise<boolean> {
+  try {
+    const [theirs, ours] = await Promise.all([readlink(`${PROC}/${pid}/ns/time`), readlink(`${PROC}/self/ns/time`)]);
+    return theirs !== ours;
+  } catch {
+    // no time namespaces, or not ours to read: start times compare as they are
+    return false;
+  }
 }
 
 let sweep: Promise<void> | undefined;
