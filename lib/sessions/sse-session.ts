@@ -6,15 +6,20 @@ import type { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js
  * instead of waiting for their timeout, and the pool drops it. Left alone, the SDK's EventSource would reconnect and
  * take the new stream's endpoint, a server session nobody initialized, and every later call would be sent there.
  * (`_endpoint` is a private field of SDK 1.x's transport: without it, a stream that ends is left to the SDK.)
+ * `closed` aborts as the transport closes.
  */
-export function endsSessionWithStream(transport: () => SSEClientTransport): typeof fetch {
+export function endsSessionWithStream(transport: () => SSEClientTransport, closed: AbortSignal): typeof fetch {
   // Before the endpoint arrived, the SDK's own start fails or tries again; after it, the session is over.
   const started = () => (transport() as unknown as { _endpoint?: URL })._endpoint !== undefined;
   const ended = () => {
     if (started()) void transport().close();
   };
   return async (input, init) => {
-    const response = await fetch(input, init);
+    // The transport's close ends the stream's request also once the SDK gave up on it (a wrong content type, a non-200
+    // status): its EventSource, already failed, would not abort it, and a server holding that response open would keep
+    // the connection, and its session, for good.
+    const signal = init?.signal ? AbortSignal.any([init.signal, closed]) : closed;
+    const response = await fetch(input, { ...init, signal });
     if (started()) {
       // A reconnect: the session it belonged to is over, whatever this stream is.
       void response.body?.cancel().catch(() => undefined);

@@ -86,9 +86,21 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
         const watch = new LostCallWatch();
         const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch(), reconnectionOptions: RECONNECTION });
         watch.attach(transport);
+        hideForeignOrigins(transport, url);
         return transport;
       }
-      const transport: SSEClientTransport = new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: endsSessionWithStream(() => transport) } });
+      const closed = new AbortController();
+      const transport: SSEClientTransport = new SSEClientTransport(url, {
+        requestInit,
+        eventSourceInit: { fetch: endsSessionWithStream(() => transport, closed.signal) },
+      });
+      const close = transport.close.bind(transport);
+      transport.close = () => {
+        closed.abort();
+        return close();
+      };
+      cancelAfterRequest(transport);
+      hideForeignOrigins(transport, url);
       return transport;
     }
     default:
@@ -96,3 +108,59 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
   }
 }
 
+/** The scheme and authority of a URL the SDK's errors quote as where the server pointed to. */
+const QUOTED_ORIGIN = /(Redirect to |connection origin: |; try )([a-z][a-z0-9+.-]*:\/\/[^\s/?#'"()<>]+)/gi;
+
+/**
+ * The SDK's errors quote the URLs the server pointed to (a redirect to another origin, an SSE `endpoint` event), their
+ * host lower-cased by URL parsing: a server echoing a credential into a host name would have it reach the logs and a
+ * ToolMessage past the redaction of its exact spelling. An origin other than the server's own is not quoted.
+ */
+function hideForeignOrigins(transport: Transport, own: URL): void {
+  const hide = (err: unknown): never => {
+    if (err instanceof Error) {
+      err.message = err.message.replace(QUOTED_ORIGIN, (quote, before: string, origin: string) =>
+        sameOrigin(origin, own) ? quote : `${before}(another origin)`,
+      );
+    }
+    throw err;
+  };
+  const start = transport.start.bind(transport);
+  const send = transport.send.bind(transport);
+  transport.start = () => start().catch(hide);
+  transport.send = (message, options) => send(message, options).catch(hide);
+}
+
+function sameOrigin(quoted: string, own: URL): boolean {
+  try {
+    return new URL(quoted).origin === own.origin;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Over SSE each message is a POST of its own: the `notifications/cancelled` the SDK sends as a call is given up (a
+ * cancelled run) can overtake the call's own POST, and a server that gets it first ignores it and runs the call to its
+ * end. While the call's POST is still on its way, the cancellation is sent again once it is done (a server that
+ * holds that POST until it answered has the call already: the first one is for it).
+ */
+function cancelAfterRequest(transport: Transport): void {
+  const posting = new Map<unknown, Promise<unknown>>();
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    if ("method" in message && message.method === "notifications/cancelled") {
+      const pending = posting.get((message.params as { requestId?: unknown } | undefined)?.requestId);
+      void pending?.then(() => send(message, options)).catch(() => undefined);
+    }
+    const sent = send(message, options);
+    if ("method" in message && "id" in message) {
+      const done = sent.catch(() => undefined);
+      posting.set(message.id, done);
+      void done.then(() => {
+        if (posting.get(message.id) === done) posting.delete(message.id);
+      });
+    }
+    return sent;
+  };
+}
