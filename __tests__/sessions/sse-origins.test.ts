@@ -1,9 +1,9 @@
 /**
- * SSE sessions through a front server between the client and the SSE fixture: it can answer a request itself (a
- * server pointing the client elsewhere) or hold a POST back (a slow network) before passing it on.
+ * SSE sessions through a proxy between the client and the SSE fixture (fixtures/proxy.ts): it can answer a request
+ * itself (a server pointing the client elsewhere) or hold a POST back (a slow network) before passing it on.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { createMcpToolkit, RecordingLogger } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -11,63 +11,34 @@ import { callThroughGraph, toolCalls, toolNodeGraph } from "../fixtures/graph";
 import { waitUntil } from "../fixtures/processes";
 import { startHttpFixture } from "../fixtures/http-server";
 import type { RecordedRequest } from "../fixtures/http-common";
+import { startProxy, type Proxy, type ProxiedRequest, type ProxyAnswer } from "../fixtures/proxy";
 import { startSseFixture, type SseFixture } from "../fixtures/sse-server";
-
-interface Front {
-  url: string;
-  /** Answers a request itself when it returns true; `body` is the POST body read so far (whole). */
-  rule: (req: IncomingMessage, res: ServerResponse, body: string) => boolean;
-  close(): Promise<void>;
-}
-
-async function startFront(upstream: string): Promise<Front> {
-  const target = new URL(upstream);
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      if (front.rule(req, res, body)) return;
-      const forward = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        res.flushHeaders();
-        up.pipe(res);
-      });
-      forward.on("error", () => res.destroy());
-      res.on("close", () => forward.destroy());
-      forward.end(body);
-    });
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const front: Front = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${target.pathname}`,
-    rule: () => false,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-  return front;
-}
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function sseBehindFront(): Promise<{ sse: SseFixture; front: Front }> {
+/** The fixture behind a proxy (its `rule` may answer a request itself, or hold it back), and the proxy's URL for it. */
+async function behindProxy(upstream: string): Promise<{ front: Proxy; url: string }> {
+  const front = await startProxy(upstream);
+  cleanups.push(() => front.close());
+  return { front, url: front.url(new URL(upstream).pathname) };
+}
+
+async function sseBehindFront(): Promise<{ sse: SseFixture; front: Proxy; url: string }> {
   const sse = await startSseFixture({ name: "legacy", toolNames: ["echo", "slow"] });
   cleanups.push(() => sse.close());
-  const front = await startFront(sse.url);
-  cleanups.push(() => front.close());
-  return { sse, front };
+  return { sse, ...(await behindProxy(sse.url)) };
 }
+
+/** An event stream that names `endpoint` as where to POST, and stays open. */
+const endpointEvent = (endpoint: string): ProxyAnswer => (res: ServerResponse) => {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  res.write(`event: endpoint\ndata: ${endpoint}\n\n`);
+};
+
+const redirect = (location: string): ProxyAnswer => (res: ServerResponse) => res.writeHead(307, { Location: location }).end();
 
 async function toolkitFor(server: Record<string, unknown>) {
   const configPath = await writeConfig(await makeTempDir("mcp-sse-origins-"), { mcpServers: { legacy: { type: "sse", ...server } } });
@@ -79,30 +50,17 @@ async function toolkitFor(server: Record<string, unknown>) {
 
 describe("an SSE server that points the client to another origin, naming it after the request's credential", () => {
   const SECRET = "Tok3nSecretXyz";
-  const host = (req: IncomingMessage) => `http://${String(req.headers["x-request-key"])}.example`;
+  const host = (r: ProxiedRequest) => `http://${String(r.headers["x-request-key"])}.example`;
 
   test.each([
-    ["its endpoint event", (req: IncomingMessage, res: ServerResponse) => {
-      if (req.method !== "GET") return false;
-      res.writeHead(200, { "Content-Type": "text/event-stream" });
-      res.write(`event: endpoint\ndata: ${host(req)}/messages\n\n`);
-      return true;
-    }],
-    ["a redirect of its event stream", (req: IncomingMessage, res: ServerResponse) => {
-      if (req.method !== "GET") return false;
-      res.writeHead(307, { Location: `${host(req)}/sse` }).end();
-      return true;
-    }],
-    ["a redirect of the call's POST", (req: IncomingMessage, res: ServerResponse, body: string) => {
-      if (req.method !== "POST" || !body.includes('"tools/call"')) return false;
-      res.writeHead(307, { Location: `${host(req)}/messages` }).end();
-      return true;
-    }],
+    ["its endpoint event", (r: ProxiedRequest) => (r.method === "GET" ? endpointEvent(`${host(r)}/messages`) : undefined)],
+    ["a redirect of its event stream", (r: ProxiedRequest) => (r.method === "GET" ? redirect(`${host(r)}/sse`) : undefined)],
+    ["a redirect of the call's POST", (r: ProxiedRequest) => (r.rpcMethod === "tools/call" ? redirect(`${host(r)}/messages`) : undefined)],
   ])("%s: the failed call's ToolMessage does not quote the credential (lower-cased by URL parsing)", async (_label, answer) => {
-    const { front } = await sseBehindFront();
+    const { front, url } = await sseBehindFront();
     // Only the calls carry the credential: discovery connects as usual.
-    front.rule = (req, res, body) => req.headers["x-request-key"] !== undefined && answer(req, res, body);
-    const { graph, logger } = await toolkitFor({ url: front.url, headers_from_context: { headers: { "X-Request-Key": "request_key" } } });
+    front.rule = (r) => (r.headers["x-request-key"] === undefined ? undefined : answer(r));
+    const { graph, logger } = await toolkitFor({ url, headers_from_context: { headers: { "X-Request-Key": "request_key" } } });
     const message = await callThroughGraph(graph, "legacy_echo", { text: "hi" }, { context: { secrets: { request_key: SECRET } } });
     expect(message.status).toBe("error");
     expect(String(message.content)).toMatch(/^MCP tool 'echo' on server 'legacy' failed: .*another origin/);
@@ -113,15 +71,10 @@ describe("an SSE server that points the client to another origin, naming it afte
   test("streamable HTTP, a redirect of the call's POST: the same", async () => {
     const http = await startHttpFixture({ name: "remote", toolNames: ["echo"] });
     cleanups.push(() => http.close());
-    const front = await startFront(http.url);
-    cleanups.push(() => front.close());
-    front.rule = (req, res, body) => {
-      if (req.headers["x-request-key"] === undefined || !body.includes('"tools/call"')) return false;
-      res.writeHead(307, { Location: `${host(req)}/mcp` }).end();
-      return true;
-    };
+    const { front, url } = await behindProxy(http.url);
+    front.rule = (r) => (r.headers["x-request-key"] !== undefined && r.rpcMethod === "tools/call" ? redirect(`${host(r)}/mcp`) : undefined);
     const configPath = await writeConfig(await makeTempDir("mcp-sse-origins-"), {
-      mcpServers: { remote: { type: "http", url: front.url, headers_from_context: { headers: { "X-Request-Key": "request_key" } } } },
+      mcpServers: { remote: { type: "http", url, headers_from_context: { headers: { "X-Request-Key": "request_key" } } } },
     });
     const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
     cleanups.push(() => toolkit.close());
@@ -135,14 +88,9 @@ describe("an SSE server that points the client to another origin, naming it afte
   });
 
   test("discovery's warning does not quote a static header echoed into the endpoint's host", async () => {
-    const { front } = await sseBehindFront();
-    front.rule = (req, res) => {
-      if (req.method !== "GET") return false;
-      res.writeHead(200, { "Content-Type": "text/event-stream" });
-      res.write(`event: endpoint\ndata: http://${String(req.headers["x-api-key"])}.example/messages\n\n`);
-      return true;
-    };
-    const { toolkit, logger } = await toolkitFor({ url: front.url, headers: { "X-Api-Key": SECRET } });
+    const { front, url } = await sseBehindFront();
+    front.rule = (r) => (r.method === "GET" ? endpointEvent(`http://${String(r.headers["x-api-key"])}.example/messages`) : undefined);
+    const { toolkit, logger } = await toolkitFor({ url, headers: { "X-Api-Key": SECRET } });
     expect(await toolkit.getTools()).toHaveLength(0);
     const warnings = logger.lines.filter((line) => line.level === "warn").map((line) => line.message);
     expect(warnings).toEqual([
@@ -187,23 +135,11 @@ describe("an SSE server whose event stream the client refuses, while the server 
 
 describe("a run cancelled while its call's POST is still on its way to an SSE server", () => {
   test("the server gets a notifications/cancelled after the call too (one that came before it is ignored and the call runs on)", async () => {
-    const { sse, front } = await sseBehindFront();
-    const { graph } = await toolkitFor({ url: front.url });
-    const target = new URL(sse.url);
+    const { sse, front, url } = await sseBehindFront();
+    const { graph } = await toolkitFor({ url });
     let release: (() => void) | undefined;
-    front.rule = (req, res, body) => {
-      if (!body.includes('"ms":60001')) return false;
-      // The call's POST is held back (a slow network), then passed on as it is.
-      release = () => {
-        const forward = httpRequest({ host: target.hostname, port: target.port, method: "POST", path: req.url, headers: req.headers }, (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        });
-        forward.on("error", () => res.destroy());
-        forward.end(body);
-      };
-      return true;
-    };
+    // The call's POST is held back (a slow network), then passed on as it is.
+    front.rule = (r) => (r.body.includes('"ms":60001') ? (_res: ServerResponse, forward: () => void) => void (release = forward) : undefined);
     const controller = new AbortController();
     const running = graph.invoke({ messages: [toolCalls([{ name: "legacy_slow", args: { ms: 60001 } }])] }, { signal: controller.signal });
     expect(await waitUntil(() => release !== undefined)).toBe(true);
