@@ -153,4 +153,27 @@ describe("a run cancelled while its call's POST is still on its way to an SSE se
       r.rpcMethods?.includes("notifications/cancelled") === true && sse.requests.indexOf(r) > sse.requests.indexOf(call);
     await expect(sse.waitForRequest(cancelledAfter, 3000)).resolves.toBeDefined();
   });
+
+  test("a call's POST the server never answers is closed once the call is given up, not held until the session ends", async () => {
+    const { front, url } = await sseBehindFront();
+    const { graph } = await toolkitFor({ url });
+    let held: ServerResponse | undefined;
+    let closed = false;
+    // The server takes the call's POST and never answers it.
+    front.rule = (r) =>
+      r.body.includes('"ms":60002')
+        ? (res: ServerResponse) => {
+            held = res;
+            res.on("close", () => (closed = true));
+          }
+        : undefined;
+    const controller = new AbortController();
+    const running = graph.invoke({ messages: [toolCalls([{ name: "legacy_slow", args: { ms: 60002 } }])] }, { signal: controller.signal });
+    expect(await waitUntil(() => held !== undefined)).toBe(true);
+    controller.abort();
+    await expect(running).rejects.toThrow();
+    expect(await waitUntil(() => closed)).toBe(true);
+    // The session is still good.
+    expect((await callThroughGraph(graph, "legacy_echo", { text: "next" })).content).toBe("next");
+  });
 });

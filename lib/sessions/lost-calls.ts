@@ -26,7 +26,7 @@ const SDK_REQUEST_ID = /,"jsonrpc":"2\.0","id":(\d+)\}$/;
 const SDK_CANCELLATION = '{"method":"notifications/cancelled",';
 
 /** The id of the request a POST cancels (`notifications/cancelled`); undefined for any other body. */
-function cancelledIdOf(init: RequestInit | undefined): RequestId | undefined {
+export function cancelledIdOf(init: RequestInit | undefined): RequestId | undefined {
   const body = init?.body;
   if (init?.method !== "POST" || typeof body !== "string") return undefined;
   if (!body.startsWith(SDK_CANCELLATION) && (body.startsWith('{"method":') || !body.includes('"notifications/cancelled"'))) return undefined;
@@ -40,7 +40,7 @@ function cancelledIdOf(init: RequestInit | undefined): RequestId | undefined {
 }
 
 /** The id of the JSON-RPC request a POST carries (one request, not a batch or a notification). */
-function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
+export function requestIdOf(init: RequestInit | undefined): RequestId | undefined {
   if (init?.method !== "POST" || typeof init.body !== "string") return undefined;
   // Read from the end when the SDK wrote it (a call's arguments may be large); parsed otherwise.
   const written = init.body.startsWith('{"method":') ? SDK_REQUEST_ID.exec(init.body.slice(-48)) : null;
@@ -142,7 +142,7 @@ interface AnswerStream {
  * per request, or `AbortSignal.any`, would pile up on a signal that lives as long as the session (on Node 20,
  * `AbortSignal.any` keeps every combined signal and costs ~10 µs a call once there are many).
  */
-class LinkedAbort {
+export class LinkedAbort {
   readonly controller = new AbortController();
 
   constructor(
@@ -178,7 +178,7 @@ class LinkedAbort {
 }
 
 /** The requests linked to each transport signal (a watch's transport has one at a time). */
-type Links = Map<AbortSignal, Set<LinkedAbort>>;
+export type Links = Map<AbortSignal, Set<LinkedAbort>>;
 
 /** A stream the SDK will resume: the request it answers and the tries that failed so far. */
 interface Resumption {

@@ -1,4 +1,5 @@
 import type { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { cancelledIdOf, LinkedAbort, requestIdOf, type Links } from "./lost-calls";
 
 /**
  * The event stream's fetch for an SSE session, which lives as long as its stream: once the stream of a started session
@@ -54,4 +55,29 @@ function watchStreamEnd(response: Response, onEnd: () => void): Response {
     cancel: (reason) => reader.cancel(reason),
   });
   return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * The fetch of an SSE session's POSTs: the POST of a request the client gave up (it sent `notifications/cancelled`: a
+ * cancelled run, the call's deadline) is aborted. Its answer would come on the event stream; a server (or a network)
+ * that never answers the POST itself would otherwise hold one connection per given-up call until the session ends.
+ */
+export function abortsGivenUpPosts(base: typeof fetch = fetch): typeof fetch {
+  const posting = new Map<string, LinkedAbort>();
+  const links: Links = new Map();
+  return async (input, init) => {
+    const cancelled = cancelledIdOf(init);
+    if (cancelled !== undefined) posting.get(String(cancelled))?.controller.abort();
+    const id = requestIdOf(init);
+    if (id === undefined) return base(input, init);
+    const key = String(id);
+    const abort = new LinkedAbort(links, init?.signal);
+    posting.set(key, abort);
+    try {
+      return await base(input, { ...init, signal: abort.controller.signal });
+    } finally {
+      if (posting.get(key) === abort) posting.delete(key);
+      abort.unlink();
+    }
+  };
 }

@@ -10,7 +10,7 @@ import { boundText, escapeControls } from "../shared/text";
 import { onChildStart } from "./child";
 import { LineSplitter } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
-import { endsSessionWithStream } from "./sse-session";
+import { abortsGivenUpPosts, endsSessionWithStream } from "./sse-session";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -92,6 +92,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const closed = new AbortController();
       const transport: SSEClientTransport = new SSEClientTransport(url, {
         requestInit,
+        fetch: abortsGivenUpPosts(),
         eventSourceInit: { fetch: endsSessionWithStream(() => transport, closed.signal) },
       });
       const close = transport.close.bind(transport);
