@@ -154,7 +154,7 @@ describe("a run cancelled while its call's POST is still on its way to an SSE se
     await expect(sse.waitForRequest(cancelledAfter, 3000)).resolves.toBeDefined();
   });
 
-  test("a call's POST the server never answers is closed once the call is given up, not held until the session ends", async () => {
+  test("a call's POST the server never answers is closed a grace (2 s) after the call is given up, not held until the session ends", async () => {
     const { front, url } = await sseBehindFront();
     const { graph } = await toolkitFor({ url });
     let held: ServerResponse | undefined;

@@ -57,27 +57,45 @@ function watchStreamEnd(response: Response, onEnd: () => void): Response {
   return new Response(watched, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
 
+/** How long the POST of a call given up may still take before it is aborted (as long as a session's DELETE gets). */
+export const GIVEN_UP_POST_GRACE_MS = 2_000;
+
 /**
- * The fetch of an SSE session's POSTs: the POST of a request the client gave up (it sent `notifications/cancelled`: a
- * cancelled run, the call's deadline) is aborted. Its answer would come on the event stream; a server (or a network)
- * that never answers the POST itself would otherwise hold one connection per given-up call until the session ends.
+ * The fetch of an SSE session's POSTs, for a call given up while its POST is still on its way (the SDK sends
+ * `notifications/cancelled`: a cancelled run, the call's deadline). Each message is a POST of its own, so the
+ * cancellation can overtake the call's POST, and a server that gets it first ignores it and runs the call to its end:
+ * the cancellation is sent again once that POST is done (a server that holds the POST until it answered has the call
+ * already: the first one is for it). A POST the server never answers (the call's answer would come on the event
+ * stream) is aborted after a grace, rather than held, one connection per given-up call, until the session ends.
  */
-export function abortsGivenUpPosts(base: typeof fetch = fetch): typeof fetch {
-  const posting = new Map<string, LinkedAbort>();
+export function postsOfGivenUpCalls(base: typeof fetch = fetch, graceMs = GIVEN_UP_POST_GRACE_MS): typeof fetch {
+  const posting = new Map<string, { abort: LinkedAbort; done: Promise<void> }>();
   const links: Links = new Map();
-  return async (input, init) => {
+  const post: typeof fetch = async (input, init) => {
     const cancelled = cancelledIdOf(init);
-    if (cancelled !== undefined) posting.get(String(cancelled))?.controller.abort();
+    const pending = cancelled === undefined ? undefined : posting.get(String(cancelled));
+    if (pending !== undefined) {
+      const grace = setTimeout(() => pending.abort.controller.abort(), graceMs);
+      grace.unref();
+      void pending.done
+        .then(() => {
+          clearTimeout(grace);
+          return post(input, init);
+        })
+        .then((response) => response.body?.cancel(), () => undefined);
+    }
     const id = requestIdOf(init);
     if (id === undefined) return base(input, init);
     const key = String(id);
     const abort = new LinkedAbort(links, init?.signal);
-    posting.set(key, abort);
+    const sent = base(input, { ...init, signal: abort.controller.signal });
+    posting.set(key, { abort, done: sent.then(() => undefined, () => undefined) });
     try {
-      return await base(input, { ...init, signal: abort.controller.signal });
+      return await sent;
     } finally {
-      if (posting.get(key) === abort) posting.delete(key);
+      if (posting.get(key)?.abort === abort) posting.delete(key);
       abort.unlink();
     }
   };
+  return post;
 }

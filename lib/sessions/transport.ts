@@ -10,7 +10,7 @@ import { boundText, escapeControls } from "../shared/text";
 import { onChildStart } from "./child";
 import { LineSplitter } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
-import { abortsGivenUpPosts, endsSessionWithStream } from "./sse-session";
+import { endsSessionWithStream, postsOfGivenUpCalls } from "./sse-session";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -92,7 +92,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const closed = new AbortController();
       const transport: SSEClientTransport = new SSEClientTransport(url, {
         requestInit,
-        fetch: abortsGivenUpPosts(),
+        fetch: postsOfGivenUpCalls(),
         eventSourceInit: { fetch: endsSessionWithStream(() => transport, closed.signal) },
       });
       const close = transport.close.bind(transport);
@@ -100,7 +100,6 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
         closed.abort();
         return close();
       };
-      cancelAfterRequest(transport);
       hideForeignOrigins(transport, url);
       return transport;
     }
@@ -138,30 +137,4 @@ function sameOrigin(quoted: string, own: URL): boolean {
   } catch {
     return false;
   }
-}
-
-/**
- * Over SSE each message is a POST of its own: the `notifications/cancelled` the SDK sends as a call is given up (a
- * cancelled run) can overtake the call's own POST, and a server that gets it first ignores it and runs the call to its
- * end. While the call's POST is still on its way, the cancellation is sent again once it is done (a server that
- * holds that POST until it answered has the call already: the first one is for it).
- */
-function cancelAfterRequest(transport: Transport): void {
-  const posting = new Map<unknown, Promise<unknown>>();
-  const send = transport.send.bind(transport);
-  transport.send = (message, options) => {
-    if ("method" in message && message.method === "notifications/cancelled") {
-      const pending = posting.get((message.params as { requestId?: unknown } | undefined)?.requestId);
-      void pending?.then(() => send(message, options)).catch(() => undefined);
-    }
-    const sent = send(message, options);
-    if ("method" in message && "id" in message) {
-      const done = sent.catch(() => undefined);
-      posting.set(message.id, done);
-      void done.then(() => {
-        if (posting.get(message.id) === done) posting.delete(message.id);
-      });
-    }
-    return sent;
-  };
 }
