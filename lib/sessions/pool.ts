@@ -401,7 +401,7 @@ export class SessionPool {
     }
     // A server may need what the processes a killed host left hold (a lock, a port, a browser's profile): it starts once
     // the sweep has ended them.
-    await this.orphanSweep;
+    if (stdio) await this.orphanSweep;
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
