@@ -3,6 +3,7 @@ import type { Logger } from "../shared/logger";
 import type { McpToolInterceptor } from "../shared/interceptor";
 import { contextHeadersInterceptor } from "./context-headers";
 import { mergeHeaders, type HeaderMap } from "../shared/headers";
+import { isUnauthorized } from "../shared/unauthorized";
 import { OAUTH_HEADER, type OAuthTokenManager } from "./oauth";
 import { userAuthInterceptor } from "./user-auth";
 
@@ -41,6 +42,16 @@ export class ServerHeaders {
     const merged = mergeHeaders(base, { [OAUTH_HEADER]: value });
     this.last = { base, value, merged };
     return merged;
+  }
+
+  /**
+   * A request sent with `headers` (as `resolve` gave them) was refused with HTTP 401: its token is not used again.
+   * Whether `resolve` now gives another token (the refused one was dropped, or had been replaced meanwhile).
+   */
+  rejected(headers: HeaderMap): boolean {
+    if (!this.usesOAuth) return false;
+    const name = Object.keys(headers).find((key) => key.toLowerCase() === OAUTH_HEADER.toLowerCase());
+    return name !== undefined && this.oauth.rejected(this.serverName, headers[name]);
   }
 }
 
@@ -85,9 +96,18 @@ export function credentialLayers(
   }
   const serverLevel: McpToolInterceptor[] = [];
   if (headers.usesOAuth) {
-    serverLevel.push(async (request, next) =>
-      next(request.override({ headers: await headers.resolve(request.headers, request.runtime?.signal) })),
-    );
+    serverLevel.push(async (request, next) => {
+      const signal = request.runtime?.signal;
+      const resolved = await headers.resolve(request.headers, signal);
+      try {
+        return await next(request.override({ headers: resolved }));
+      } catch (err) {
+        // The server refused the token before it ran anything (it revoked it, or restarted with new keys): sent once
+        // more with a new one. A token fetched moments ago is not replaced (see `OAuthTokenManager.rejected`).
+        if (!isUnauthorized(err) || !headers.rejected(resolved)) throw err;
+        return next(request.override({ headers: await headers.resolve(request.headers, signal) }));
+      }
+    });
   }
   const requestScoped = [...serverLevel];
   if (server.user_auth) requestScoped.push(userAuthInterceptor(serverName, server.user_auth));

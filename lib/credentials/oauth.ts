@@ -46,6 +46,7 @@ export interface OAuthTokenManagerOptions {
 interface CachedToken {
   header: string;
   expiresAt: number;
+  fetchedAt: number;
 }
 
 interface ServerTokenState {
@@ -116,6 +117,24 @@ export class OAuthTokenManager {
     }
   }
 
+  /**
+   * The server answered a request that carried `header` with HTTP 401 (it revoked the token, or restarted with new
+   * keys): that token is not used again, the next caller asks for a new one. A token that already replaced it is kept,
+   * and so is one fetched less than `EARLY_REFRESH_RETRY_MS` ago: refused that soon, another header of the call is the
+   * likelier cause, and calls that keep failing must not each cost a token request. Returns whether the next caller
+   * gets another token than `header`.
+   */
+  rejected(serverName: string, header: string): boolean {
+    const state = this.states.get(serverName);
+    if (!state) return false;
+    const cached = state.cached;
+    if (cached?.header !== header) return true;
+    if (this.now() < cached.fetchedAt + EARLY_REFRESH_RETRY_MS) return false;
+    state.cached = undefined;
+    state.earlyFailureAt = undefined;
+    return true;
+  }
+
   /** Forgets the state of servers that are no longer configured. */
   retain(serverNames: Iterable<string>): void {
     const keep = new Set(serverNames);
@@ -161,7 +180,8 @@ export class OAuthTokenManager {
     const problem = headerValueProblem(header);
     if (problem !== null) throw ownText(new CredentialError(invalidHeaderMessage(serverName, OAUTH_HEADER, "oauth", problem)));
 
-    const token = { header, expiresAt: this.now() + Math.max(expiresInSeconds(fields[config.expires_in_field]), 1) * 1000 };
+    const now = this.now();
+    const token = { header, expiresAt: now + Math.max(expiresInSeconds(fields[config.expires_in_field]), 1) * 1000, fetchedAt: now };
     state.cached = token;
     return token;
   }

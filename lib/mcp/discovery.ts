@@ -14,6 +14,7 @@ import { messageWithCause } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
 import { boundText, escapeControls } from "../shared/text";
+import { isUnauthorized } from "../shared/unauthorized";
 import { shownToolName } from "./names";
 
 export interface DiscoveredTool {
@@ -170,6 +171,11 @@ export interface DiscoveryTarget {
   headers: DiscoveryHeaders;
   /** The server's own secrets; with the headers sent, scrubbed from tool definitions and failure texts. */
   secrets: readonly string[];
+  /**
+   * The server refused `headers` with HTTP 401: their OAuth token is not used again. Whether `headers()` now gives
+   * another one (absent: no token to renew).
+   */
+  rejected?: (headers: HeaderMap) => boolean;
 }
 
 /**
@@ -185,7 +191,7 @@ export async function discoverServer(
   const { serverName, server } = target;
   const timeoutMs = initTimeoutMs(server);
   const listed = await withDeadline(async (signal) => {
-    const headers = await target.headers(signal);
+    let headers = await target.headers(signal);
     seen.headers = headers;
     let expired = false;
     const listOnce = async () => {
@@ -211,15 +217,27 @@ export async function discoverServer(
         lease.release();
       }
     };
-    try {
-      return await listOnce();
-    } catch (err) {
-      // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
-      // unanswered or whose connection was cut before its answer was read, an SSE session whose event stream ended:
-      // it was closed with it) is re-initialized once, under
-      // the same bound. A 404 to `initialize` itself (a wrong URL) is no expired session: it is not asked again.
-      if (!expired) throw err;
-      return await listOnce();
+    // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
+    // unanswered or whose connection was cut before its answer was read, an SSE session whose event stream ended:
+    // it was closed with it) is re-initialized once, under the same bound. A 404 to `initialize` itself (a wrong
+    // URL) is no expired session: it is not asked again. An OAuth token the server refuses (HTTP 401) is replaced
+    // once, and the listing asked again.
+    let reinitialized = false;
+    let renewed = false;
+    for (;;) {
+      try {
+        expired = false;
+        return await listOnce();
+      } catch (err) {
+        if (expired && !reinitialized) {
+          reinitialized = true;
+          continue;
+        }
+        if (renewed || !isUnauthorized(err) || !target.rejected?.(headers)) throw err;
+        renewed = true;
+        headers = await target.headers(signal);
+        seen.headers = headers;
+      }
     }
   }, timeoutMs);
   seen.refused = listed.refused;

@@ -246,7 +246,13 @@ export function discoveryTarget(
   envSecrets: readonly string[],
 ): DiscoveryTarget {
   const base = baseHeaders(server);
-  return { serverName, server, headers: (signal) => headers.resolve(base, signal), secrets: configuredSecrets(server, envSecrets) };
+  return {
+    serverName,
+    server,
+    headers: (signal) => headers.resolve(base, signal),
+    secrets: configuredSecrets(server, envSecrets),
+    rejected: (sent) => headers.rejected(sent),
+  };
 }
 
 /** The refusal that keeps every call from `server` in `generation`: its task config changed since startup. */
