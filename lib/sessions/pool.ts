@@ -17,6 +17,7 @@ import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProce
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
+import { WorkspaceSecrets } from "./workspace-secrets";
 
 export interface McpSession {
   readonly serverName: string;
@@ -34,7 +35,9 @@ export interface McpSession {
    * Adds a call's secrets to those the session remembers and returns all of them: a stdio child may print or
    * answer with what an earlier call sent it at any time, so they are scrubbed from its log lines and from the
    * results of its later calls. None is forgotten: past `SESSION_SECRETS_LIMIT` distinct values the session leaves the
-   * pool (closed after its running calls) and a new child serves the scope's next call.
+   * pool (closed after its running calls) and a new child serves the scope's next call. With a thread workspace, what
+   * every session of that workspace was sent is returned (see `WorkspaceSecrets`): one user's child may name a file
+   * there with a secret while another user's call on the thread lists it.
    */
   rememberSecrets(values: readonly string[]): readonly string[];
 }
@@ -66,6 +69,12 @@ interface Entry {
   readonly secrets: Set<string>;
   /** `secrets` as a list, until it changes. */
   secretList?: readonly string[];
+  /** stdio with a data dir: the thread's folders (the child's cwd unless the config sets one). */
+  readonly paths?: ThreadPaths;
+  /** What the sessions sharing `paths`' workspace were sent, until this session is gone. */
+  workspace?: WorkspaceSecrets;
+  /** stdio: set once the child is spawned (its end, not the creation's, then ends the session). */
+  childStarted?: boolean;
   /** Aborts a creation nobody waits for any more. */
   readonly creation: AbortController;
   /** What callers wait for: `ready`, or the reason the entry was closed while it connected (see `closeOnce`). */
@@ -258,11 +267,15 @@ export class SessionPool {
 
   private lease(entry: Entry, session: McpSession): SessionLease {
     let released = false;
+    // Until the call is over, a session of its workspace that leaves keeps its secrets there (see WorkspaceSecrets).
+    const workspace = entry.workspace;
+    workspace?.hold();
     return {
       session,
       release: () => {
         if (released) return;
         released = true;
+        workspace?.letGo();
         this.release(entry);
       },
     };
@@ -357,17 +370,22 @@ export class SessionPool {
   }
 
   private createEntry(key: string, serverName: string, server: McpServerConfig, opts: AcquireOptions): Entry {
+    const stdio = server.type === "stdio";
+    const paths = stdio && this.dataDir !== undefined ? threadPaths(this.dataDir, (opts.scope ?? DEFAULT_SCOPE).threadId) : undefined;
     const entry = {
       key,
       serverName,
-      closesWhenIdle: server.type !== "stdio",
-      ...(server.type === "stdio" ? { tag: newSessionTag() } : {}),
+      closesWhenIdle: !stdio,
+      ...(stdio ? { tag: newSessionTag() } : {}),
+      ...(paths ? { paths, workspace: WorkspaceSecrets.join(paths.workspace) } : {}),
       inFlight: 0,
       closing: false,
       secrets: new Set(),
       creation: new AbortController(),
     } as Entry;
-    for (const value of headerSecrets(opts.headers)) entry.secrets.add(value);
+    for (const value of headerSecrets(opts.headers)) this.noteSent(entry, value);
+    // A child is given its server's own secrets as it starts (in its env), before any call: it may name a file with them.
+    if (stdio) for (const value of this.secretsFor(serverName)) this.noteSent(entry, value);
     entry.ready = this.connect(entry, server, opts);
     entry.waitable = new Promise<McpSession>((resolve, reject) => {
       entry.abandon = reject;
@@ -378,12 +396,20 @@ export class SessionPool {
     return entry;
   }
 
+  /** Adds `value` to what the session of `entry` was sent, and to its workspace's secrets when it is new to it. */
+  private noteSent(entry: Entry, value: string): void {
+    if (entry.secrets.has(value)) return;
+    entry.secrets.add(value);
+    entry.secretList = undefined;
+    entry.workspace?.add(value);
+  }
+
   private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
     const { key, serverName } = entry;
     const stdio = server.type === "stdio";
     if (stdio) this.orphanSweep ??= endOrphanedSessionsOnce(this.logger);
     const scope = stdio ? (opts.scope ?? DEFAULT_SCOPE) : undefined;
-    const paths = scope && this.dataDir !== undefined ? threadPaths(this.dataDir, scope.threadId) : undefined;
+    const paths = entry.paths;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
     let tmpProblem: string | null = null;
@@ -419,6 +445,7 @@ export class SessionPool {
     if (stdio) {
       onChildStart(transport, (started) => {
         child = started;
+        entry.childStarted = true;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
         whenGone(started, () => transport.onclose?.());
         // A child that closed its stdout and runs on can never answer again, nor one whose stdin failed (EPIPE: it closed
@@ -504,10 +531,7 @@ export class SessionPool {
       rememberSecrets: (values) => {
         for (const value of values) {
           if (entry.secrets.delete(value)) entry.secrets.add(value);
-          else {
-            entry.secrets.add(value);
-            entry.secretList = undefined;
-          }
+          else this.noteSent(entry, value);
         }
         if (entry.secrets.size > SESSION_SECRETS_LIMIT && this.entries.get(entry.key) === entry) {
           // Forgetting a secret would let the child echo it unscrubbed later: the child is replaced instead.
@@ -518,7 +542,7 @@ export class SessionPool {
           );
           this.drain(entry);
         }
-        return (entry.secretList ??= [...entry.secrets]);
+        return entry.workspace?.values() ?? (entry.secretList ??= [...entry.secrets]);
       },
     };
     entry.exited = childExited(transport, session.pid);
@@ -604,7 +628,11 @@ export class SessionPool {
     }
     const session = await entry.ready.catch(() => undefined);
     clearTimeout(grace);
-    if (!session) return;
+    if (!session) {
+      // A child that was spawned leaves once it and what it started are gone (see `connect`).
+      if (!entry.childStarted) this.leaveWorkspace(entry);
+      return;
+    }
     try {
       // Streamable HTTP: the transport's close ends the server's session first (DELETE).
       await session.client.close();
@@ -623,13 +651,23 @@ export class SessionPool {
   /** Ends whatever a stdio session's child started that still runs, once per session; `close()` waits for it. */
   private endLeftovers(entry: Entry): Promise<void> {
     if (entry.tag === undefined) return Promise.resolve();
-    entry.leftoversEnded ??= this.track(endTaggedProcesses(entry.tag, entry.members).then(() => undefined));
+    entry.leftoversEnded ??= this.track(endTaggedProcesses(entry.tag, entry.members).finally(() => this.leaveWorkspace(entry)).then(() => undefined));
     return entry.leftoversEnded;
+  }
+
+  /** Once nothing of the session runs any more, it stops adding what it was sent to its workspace's secrets. */
+  private leaveWorkspace(entry: Entry): void {
+    const workspace = entry.workspace;
+    if (workspace === undefined) return;
+    entry.workspace = undefined;
+    workspace.leave(entry.secrets);
   }
 
   private redactor(entry: Entry): Redactor {
     const own = this.secretsFor(entry.serverName);
-    return Redactor.of(entry.secrets.size === 0 ? own : [...own, ...entry.secrets]);
+    // A child may print what another session of its workspace wrote there (a listing of its folder).
+    const remembered = entry.workspace?.values() ?? (entry.secretList ??= [...entry.secrets]);
+    return Redactor.of(remembered.length === 0 ? own : [...own, ...remembered]);
   }
 
   /** For tests and diagnostics. */

@@ -1,0 +1,95 @@
+import * as nodePath from "node:path";
+
+/**
+ * The secrets sent to the stdio sessions that share one thread workspace: each (server, user) of a thread has a
+ * child of its own, but they all write into one folder, and every call there lists (and may quote) what any of them
+ * wrote, a file named with what another user's call sent its child included. Each session's calls are scrubbed of
+ * all of them.
+ *
+ * Held as the union of its sessions' own memories (each bounded by `SESSION_SECRETS_LIMIT`), so it is bounded as
+ * they are. A session that leaves (its child and what it started gone) takes its secrets out only once no call on
+ * the workspace runs: one that ran meanwhile may still list a file it wrote. Dropped when no session uses the
+ * folder and no call runs there. Process-wide, so the sessions of a pool retired by a reload and of its successor
+ * share it too.
+ */
+export class WorkspaceSecrets {
+  /** Each secret, with how many member sessions were sent it. */
+  private readonly holders = new Map<string, number>();
+  /** `holders`' secrets as a list, until they change. */
+  private list: readonly string[] | undefined;
+  private members = 0;
+  /** Calls running on member sessions (leases held). */
+  private busy = 0;
+  /** What members that left while calls ran were sent, taken out once none runs. */
+  private departed: (readonly string[])[] = [];
+
+  private constructor(private readonly folder: string) {}
+
+  /** A new member session of the workspace `folder` (its record is created with the first one). */
+  static join(folder: string): WorkspaceSecrets {
+    const key = nodePath.resolve(folder);
+    let shared = byFolder.get(key);
+    if (shared === undefined) {
+      shared = new WorkspaceSecrets(key);
+      byFolder.set(key, shared);
+    }
+    shared.members += 1;
+    return shared;
+  }
+
+  /** A member was sent `value` for the first time. */
+  add(value: string): void {
+    const held = this.holders.get(value);
+    this.holders.set(value, (held ?? 0) + 1);
+    if (held === undefined) this.list = undefined;
+  }
+
+  /** Every secret the workspace's sessions were sent: the same array until one is added or taken out. */
+  values(): readonly string[] {
+    return (this.list ??= [...this.holders.keys()]);
+  }
+
+  /** A call starts on a member session. */
+  hold(): void {
+    this.busy += 1;
+  }
+
+  /** A call on a member session is over. */
+  letGo(): void {
+    this.busy -= 1;
+    if (this.busy > 0) return;
+    for (const values of this.departed.splice(0)) this.takeOut(values);
+    this.dropIfUnused();
+  }
+
+  /** A member session is gone (its child and what it started ended), with what it was sent. */
+  leave(values: Iterable<string>): void {
+    this.members -= 1;
+    if (this.busy > 0) this.departed.push([...values]);
+    else this.takeOut(values);
+    this.dropIfUnused();
+  }
+
+  private takeOut(values: Iterable<string>): void {
+    for (const value of values) {
+      const held = this.holders.get(value);
+      if (held === undefined) continue;
+      if (held > 1) this.holders.set(value, held - 1);
+      else {
+        this.holders.delete(value);
+        this.list = undefined;
+      }
+    }
+  }
+
+  private dropIfUnused(): void {
+    if (this.members === 0 && this.busy === 0 && byFolder.get(this.folder) === this) byFolder.delete(this.folder);
+  }
+}
+
+const byFolder = new Map<string, WorkspaceSecrets>();
+
+/** Whether sessions of the workspace `folder` share secrets now (for tests and diagnostics). */
+export function sharesWorkspaceSecrets(folder: string): boolean {
+  return byFolder.has(nodePath.resolve(folder));
+}
