@@ -552,3 +552,50 @@ describe("a server that forgets a session between its initialize and notificatio
     }
   });
 });
+
+describe("a call whose own new session the server forgets between initialize and notifications/initialized", () => {
+  test("starts it again once, transparently (nothing of the call was sent), and the call is sent once", async () => {
+    const proxy = await startProxy(http.url);
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-start-"), {
+      mcpServers: { remote: { type: "http", url: proxy.url("/mcp"), headers_from_context: { headers: { "X-User": "user" } } } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      // A new header set: the call starts a session of its own, which the server forgets once, mid-handshake.
+      let forgotten = false;
+      proxy.rule = (r) => (r.rpcMethod === "notifications/initialized" && !forgotten ? ((forgotten = true), sessionNotFound) : undefined);
+      const initsBefore = proxy.requests.filter((r) => r.rpcMethod === "initialize").length;
+      const message = await callThroughGraph(graph, "remote_echo", { text: "handshake" }, { context: { secrets: { user: "u-1" } } });
+      expect([message.status, message.content]).toEqual(["success", "handshake"]);
+      expect(forgotten).toBe(true);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "initialize").length - initsBefore).toBe(2);
+      expect(toolCallsSent("handshake")).toHaveLength(1);
+    } finally {
+      await toolkit.close();
+      await proxy.close();
+    }
+  });
+
+  test("a server that forgets it again gets no third start: the call fails with one clean line", async () => {
+    const proxy = await startProxy(http.url);
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-start-"), {
+      mcpServers: { remote: { type: "http", url: proxy.url("/mcp"), headers_from_context: { headers: { "X-User": "user" } } } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      proxy.rule = (r) => (r.rpcMethod === "notifications/initialized" ? sessionNotFound : undefined);
+      const initsBefore = proxy.requests.filter((r) => r.rpcMethod === "initialize").length;
+      const message = await callThroughGraph(graph, "remote_echo", { text: "never" }, { context: { secrets: { user: "u-2" } } });
+      expect(message.status).toBe("error");
+      expect(String(message.content)).toMatch(/^MCP tool 'echo' on server 'remote' failed: /);
+      expect(String(message.content)).not.toMatch(/\n|\s{2}at /);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "initialize").length - initsBefore).toBe(2);
+      expect(toolCallsSent("never")).toHaveLength(0);
+    } finally {
+      await toolkit.close();
+      await proxy.close();
+    }
+  });
+});

@@ -17,7 +17,7 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles, type WorkspaceSnapshot } from "../sessions/changes";
-import { isConnectionClosed, isDroppedConnection, isExpiredSession } from "../sessions/expired";
+import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -279,7 +279,12 @@ function sendToServer(
       acquiring.initTimeoutMs = initTimeoutMs(server);
       acquiring.signal = signal;
       try {
-        lease = await pool.acquire(request.serverName, server, acquiring);
+        lease = await pool.acquire(request.serverName, server, acquiring).catch((err: unknown) => {
+          // The server forgot the new session before its handshake ended: nothing of the call was sent, so it starts
+          // once more (as discovery does), under a bound of its own.
+          if (!isExpiredWhileStarting(err) || signal?.aborted) throw err;
+          return pool.acquire(request.serverName, server, acquiring);
+        });
       } catch (err) {
         if (pool.isClosed && !signal?.aborted) throw new ToolkitClosedError();
         if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(initTimeoutText(record, err)));
