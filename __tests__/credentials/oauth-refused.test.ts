@@ -31,6 +31,21 @@ function fakeClock() {
   return { now: () => now, advance: (seconds: number) => void (now += seconds * 1000) };
 }
 
+/** A token endpoint, a streamable HTTP server behind a proxy (whose `rule` a test sets), and a toolkit using both on a test clock. */
+async function oauthBehindProxy() {
+  const [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
+  cleanup.push(() => tokens.close(), () => http.close());
+  const proxy = await startProxy(http.url);
+  cleanup.push(() => proxy.close());
+  const clock = fakeClock();
+  const toolkit = await toolkitFor(
+    "remote",
+    { type: "http", url: proxy.url("/mcp"), oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" } },
+    clock.now,
+  );
+  return { tokens, http, proxy, clock, toolkit };
+}
+
 /** Every form a header value could be echoed in. */
 function forms(secret: string): string[] {
   return [secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret), Buffer.from(secret).toString("base64")];
@@ -38,10 +53,7 @@ function forms(secret: string): string[] {
 
 describe("an OAuth token the server stops accepting (HTTP 401), also after it expired the session", () => {
   test("the call that meets the 401 gets a new token and goes through, sent once; the expired call before it is not re-sent", async () => {
-    const [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
-    cleanup.push(() => tokens.close(), () => http.close());
-    const proxy = await startProxy(http.url);
-    cleanup.push(() => proxy.close());
+    const { tokens, http, proxy, clock, toolkit } = await oauthBehindProxy();
     const revoked = new Set<string>();
     proxy.rule = (r) => {
       const auth = r.headers.authorization;
@@ -50,12 +62,6 @@ describe("an OAuth token the server stops accepting (HTTP 401), also after it ex
         ? { status: 401, body: JSON.stringify({ error: "invalid_token", error_description: `token ${auth} was revoked` }) }
         : undefined;
     };
-    const clock = fakeClock();
-    const toolkit = await toolkitFor(
-      "remote",
-      { type: "http", url: proxy.url("/mcp"), oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" } },
-      clock.now,
-    );
     const graph = toolNodeGraph(await toolkit.getTools());
     expect((await callThroughGraph(graph, "remote_echo", { text: "one" })).content).toBe("one");
     expect(rawHeaderValues(findToolCall(http.requests, "one")!, "authorization")).toEqual(["Bearer access-1"]);
@@ -84,21 +90,12 @@ describe("an OAuth token the server stops accepting (HTTP 401), also after it ex
   });
 
   test("a new token the server refuses too is not replaced again: the call fails with one clean line, no token in it", async () => {
-    const [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
-    cleanup.push(() => tokens.close(), () => http.close());
-    const proxy = await startProxy(http.url);
-    cleanup.push(() => proxy.close());
+    const { tokens, http, proxy, clock, toolkit } = await oauthBehindProxy();
     let refusing = false;
     proxy.rule = (r) =>
       refusing && r.rpcMethod === "initialize"
         ? { status: 401, body: JSON.stringify({ error: "invalid_token", error_description: `token ${String(r.headers.authorization)} was revoked` }) }
         : undefined;
-    const clock = fakeClock();
-    const toolkit = await toolkitFor(
-      "remote",
-      { type: "http", url: proxy.url("/mcp"), oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" } },
-      clock.now,
-    );
     const graph = toolNodeGraph(await toolkit.getTools());
     clock.advance(60);
     refusing = true;
@@ -154,21 +151,12 @@ describe("SSE: an OAuth token the server stops accepting", () => {
 
 describe("an OAuth token the server refuses at discovery", () => {
   test("is replaced once, and the listing asked again within the same load", async () => {
-    const [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
-    cleanup.push(() => tokens.close(), () => http.close());
-    const proxy = await startProxy(http.url);
-    cleanup.push(() => proxy.close());
+    const { tokens, http, proxy, clock, toolkit } = await oauthBehindProxy();
     const revoked = new Set<string>();
     proxy.rule = (r) =>
       r.rpcMethod === "initialize" && typeof r.headers.authorization === "string" && revoked.has(r.headers.authorization)
         ? { status: 401, body: JSON.stringify({ error: "invalid_token" }) }
         : undefined;
-    const clock = fakeClock();
-    const toolkit = await toolkitFor(
-      "remote",
-      { type: "http", url: proxy.url("/mcp"), oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" } },
-      clock.now,
-    );
     expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["remote_echo"]);
     clock.advance(60);
     revoked.add("Bearer access-1");
@@ -181,11 +169,7 @@ describe("an OAuth token the server refuses at discovery", () => {
   });
 
   test("a load whose new token is refused too fails, with one token asked for the refusal, however old the tokens look", async () => {
-    const [tokens, http] = await Promise.all([startTokenFixture(), startHttpFixture({ name: "remote", toolNames: ["echo"] })]);
-    cleanup.push(() => tokens.close(), () => http.close());
-    const proxy = await startProxy(http.url);
-    cleanup.push(() => proxy.close());
-    const clock = fakeClock();
+    const { tokens, http, proxy, clock, toolkit } = await oauthBehindProxy();
     let refusing = false;
     proxy.rule = (r) => {
       if (!refusing || r.rpcMethod !== "initialize") return undefined;
@@ -193,11 +177,6 @@ describe("an OAuth token the server refuses at discovery", () => {
       clock.advance(60);
       return { status: 401, body: JSON.stringify({ error: "invalid_token" }) };
     };
-    const toolkit = await toolkitFor(
-      "remote",
-      { type: "http", url: proxy.url("/mcp"), oauth: { token_url: tokens.url, client_id: "client-1", client_secret: "client-secret-1" } },
-      clock.now,
-    );
     expect((await toolkit.getTools()).map((t) => t.name)).toEqual(["remote_echo"]);
     refusing = true;
     await http.forgetSessions();

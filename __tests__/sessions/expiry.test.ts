@@ -554,14 +554,19 @@ describe("a server that forgets a session between its initialize and notificatio
 });
 
 describe("a call whose own new session the server forgets between initialize and notifications/initialized", () => {
-  test("starts it again once, transparently (nothing of the call was sent), and the call is sent once", async () => {
+  /** The fixture behind a proxy, one session per user (a header from the run's context), and a toolkit on it. */
+  async function behindProxyPerUser() {
     const proxy = await startProxy(http.url);
     const configPath = await writeConfig(await makeTempDir("mcp-expiry-start-"), {
       mcpServers: { remote: { type: "http", url: proxy.url("/mcp"), headers_from_context: { headers: { "X-User": "user" } } } },
     });
     const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    return { proxy, toolkit, graph: toolNodeGraph(await toolkit.getTools()) };
+  }
+
+  test("starts it again once, transparently (nothing of the call was sent), and the call is sent once", async () => {
+    const { proxy, toolkit, graph } = await behindProxyPerUser();
     try {
-      const graph = toolNodeGraph(await toolkit.getTools());
       // A new header set: the call starts a session of its own, which the server forgets once, mid-handshake.
       let forgotten = false;
       proxy.rule = (r) => (r.rpcMethod === "notifications/initialized" && !forgotten ? ((forgotten = true), sessionNotFound) : undefined);
@@ -578,13 +583,8 @@ describe("a call whose own new session the server forgets between initialize and
   });
 
   test("a server that forgets it again gets no third start: the call fails with one clean line", async () => {
-    const proxy = await startProxy(http.url);
-    const configPath = await writeConfig(await makeTempDir("mcp-expiry-start-"), {
-      mcpServers: { remote: { type: "http", url: proxy.url("/mcp"), headers_from_context: { headers: { "X-User": "user" } } } },
-    });
-    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    const { proxy, toolkit, graph } = await behindProxyPerUser();
     try {
-      const graph = toolNodeGraph(await toolkit.getTools());
       proxy.rule = (r) => (r.rpcMethod === "notifications/initialized" ? sessionNotFound : undefined);
       const initsBefore = proxy.requests.filter((r) => r.rpcMethod === "initialize").length;
       const message = await callThroughGraph(graph, "remote_echo", { text: "never" }, { context: { secrets: { user: "u-2" } } });
