@@ -3,16 +3,18 @@
  * (a run's `context.secrets`) may name a file there while the other user's call runs: that call lists the file
  * (`workspace_changes`) and may quote its name, so it is scrubbed of what any session of the workspace was sent.
  */
+import { writeFile } from "node:fs/promises";
+import * as path from "node:path";
 import { afterEach, expect, test } from "@jest/globals";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
 import { threadPaths } from "../../lib/sessions/workspace";
-import { sharesWorkspaceSecrets } from "../../lib/sessions/workspace-secrets";
+import { sharesWorkspaceSecrets, workspaceSessionCount } from "../../lib/sessions/workspace-secrets";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, runningCall, toolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { alive } from "../fixtures/processes";
+import { alive, waitUntil } from "../fixtures/processes";
 import { stdioFixture } from "../fixtures/stdio";
 import { echoForms } from "../fixtures/tools";
 
@@ -56,6 +58,35 @@ test("a file another user's call on the same thread named with that user's secre
   expectNoForm(JSON.stringify(message.content), SECRET);
   expectNoForm(String(message.content), SECRET);
   expectNoForm(JSON.stringify(anns.artifact), SECRET);
+});
+
+test("a session that left the workspace while another user's call ran is still scrubbed from that call's ToolMessage", async () => {
+  const SECRET = "gone tok+7Rw=Lm4";
+  const launch = stdioFixture({ name: "ws", toolNames: ["pid", "fs_ops", "await_file"] });
+  const dataDir = await makeTempDir("mcp-ws-secrets-left-data-");
+  const configPath = await writeConfig(await makeTempDir("mcp-ws-secrets-left-"), { mcpServers: { ws: { type: "stdio", ...launch } } });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+  toolkits.push(toolkit);
+  const graph = toolNodeGraph(await toolkit.getTools());
+  const ann = { context: { user_id: "ann", secrets: { token: SECRET } }, configurable: { thread_id: "left-t" } };
+  const bob = { context: { user_id: "bob", secrets: { token: "bob-tok-Pe8" } }, configurable: { thread_id: "left-t" } };
+  const folder = threadPaths(dataDir, "left-t").workspace;
+  const annPid = Number((await callThroughGraph(graph, "ws_pid", {}, ann)).content);
+  await callThroughGraph(graph, "ws_pid", {}, bob);
+  expect(workspaceSessionCount(folder)).toBe(2);
+
+  const bobs = await runningCall(graph, "ws_await_file", { path: "gate" }, bob);
+  expect((await callThroughGraph(graph, "ws_fs_ops", { ops: [{ op: "write", path: `${SECRET}.txt`, content: "x" }] }, ann)).status).toBe("success");
+  // Ann's child dies, and her session leaves the workspace, while Bob's call still runs; then his call ends.
+  process.kill(annPid, "SIGKILL");
+  expect(await waitUntil(() => workspaceSessionCount(folder) === 1, 30_000)).toBe(true);
+  await writeFile(path.join(folder, "gate"), "");
+  const message = await bobs.done;
+  expect(message.status).toBe("success");
+  expect((message.artifact as { workspace_changes?: string[] }).workspace_changes).toHaveLength(2);
+  expect(String(message.content).split("\n")).toHaveLength(3);
+  expectNoForm(JSON.stringify(message.artifact), SECRET);
+  expectNoForm(String(message.content), SECRET);
 });
 
 test("a file one server's child named with that server's own secret is listed scrubbed by another server's call in the thread", async () => {

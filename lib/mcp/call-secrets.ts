@@ -15,6 +15,8 @@ export class CallSecrets {
   private readonly headerSets = new Set<HeaderMap>();
   /** Secrets an earlier call left with the session this one runs on (stdio), or a task's submit left with its scope. */
   private remembered: readonly string[] = [];
+  /** The list last noted (compared by identity: a session hands out the same array until it changes). */
+  private noted: readonly string[] = [];
   /** Both derived from the header sets noted so far; dropped when another one is noted. */
   private known: readonly string[] | undefined;
   private memo: Redactor | undefined;
@@ -31,11 +33,22 @@ export class CallSecrets {
     this.memo = undefined;
   }
 
-  /** Secrets from before this call that its answer may echo; they join the redactor, not `values()`. */
+  /**
+   * Secrets from before this call that its answer may echo; they join the redactor, not `values()`. Never fewer: a
+   * thread workspace's memory lets go of a session that left once no call runs there, but what this call was told
+   * may still be named in what it returns.
+   */
   noteRemembered(values: readonly string[]): void {
-    if (values === this.remembered) return;
-    this.remembered = values;
+    if (values === this.noted) return;
+    this.noted = values;
     this.memo = undefined;
+    if (this.remembered.length === 0) {
+      this.remembered = values;
+      return;
+    }
+    const kept = new Set(values);
+    const dropped = this.remembered.filter((value) => !kept.has(value));
+    this.remembered = dropped.length === 0 ? values : [...values, ...dropped];
   }
 
   /** Every secret this call carried: the server's, the run's and those of the headers noted. */

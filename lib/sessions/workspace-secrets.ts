@@ -18,6 +18,10 @@ export class WorkspaceSecrets {
   /** `holders`' secrets as a list, until they change. */
   private list: readonly string[] | undefined;
   private members = 0;
+
+  get sessions(): number {
+    return this.members;
+  }
   /** Calls running on member sessions (leases held). */
   private busy = 0;
   /** What members that left while calls ran were sent, taken out once none runs. */
@@ -92,4 +96,9 @@ const byFolder = new Map<string, WorkspaceSecrets>();
 /** Whether sessions of the workspace `folder` share secrets now (for tests and diagnostics). */
 export function sharesWorkspaceSecrets(folder: string): boolean {
   return byFolder.has(nodePath.resolve(folder));
+}
+
+/** How many sessions of the workspace `folder` have not left it yet (for tests and diagnostics). */
+export function workspaceSessionCount(folder: string): number {
+  return byFolder.get(nodePath.resolve(folder))?.sessions ?? 0;
 }
