@@ -314,6 +314,61 @@ describe("an SSE session whose event stream ends (the server expired it or resta
   });
 });
 
+describe("an SSE session whose event stream ends during its handshake", () => {
+  /** An SSE fixture whose next initialize, once `arm()` was called, waits until the event streams were ended. */
+  async function endingOnce() {
+    const options: Parameters<typeof startSseFixture>[0] = { name: "legacy", toolNames: ["echo"] };
+    const sse = await startSseFixture(options);
+    const arm = () => {
+      let open!: () => void;
+      options.initGate = new Promise<void>((resolve) => (open = resolve));
+      const seen = sse.initializeCount();
+      return (async () => {
+        await sse.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true && sse.initializeCount() > seen);
+        await sse.endStreams();
+        open();
+      })();
+    };
+    return { sse, arm };
+  }
+
+  test("discovery starts it once more, transparently, and lists the tools", async () => {
+    const { sse, arm } = await endingOnce();
+    const ending = arm();
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    const server = McpServerSchema.parse({ type: "sse", url: sse.url, session_init_timeout: 10 });
+    try {
+      const tools = await discoverServer({ serverName: "legacy", server, headers: async () => ({}), secrets: [] }, pool);
+      await ending;
+      expect(tools.map((t) => t.definition.name)).toEqual(["echo"]);
+      expect(sse.initializeCount()).toBe(2);
+    } finally {
+      await pool.close();
+      await sse.close();
+    }
+  });
+
+  test("a call that needed a new session starts it once more (nothing of the call was sent), and is sent once", async () => {
+    const { sse, arm } = await endingOnce();
+    const configPath = await writeConfig(await makeTempDir("mcp-sse-handshake-"), {
+      mcpServers: { legacy: { type: "sse", url: sse.url, headers_from_context: { headers: { "X-User": "user" } } } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      // A new header set: the call starts a session of its own, whose event stream ends during its handshake.
+      const ending = arm();
+      const message = await callThroughGraph(graph, "legacy_echo", { text: "sse-after" }, { context: { secrets: { user: "u-3" } } });
+      await ending;
+      expect([message.status, message.content]).toEqual(["success", "sse-after"]);
+      expect(sse.requests.filter((r) => findToolCall([r], "sse-after"))).toHaveLength(1);
+    } finally {
+      await toolkit.close();
+      await sse.close();
+    }
+  });
+});
+
 describe("an SSE session whose event stream ends during a tool call", () => {
   test("the call's ToolMessage says the connection closed and the call was not sent again; the next call works", async () => {
     const sse = await startSseFixture({ name: "legacy", toolNames: ["echo", "slow"] });

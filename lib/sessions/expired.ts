@@ -1,3 +1,4 @@
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
@@ -34,9 +35,13 @@ export function isDroppedConnection(err: unknown): boolean {
 
 const expiredWhileStarting = new WeakSet<object>();
 
-/** Notes a failed connect whose handshake met a 404 on the session id the server had just given (it forgot it at once). */
+/**
+ * Notes a failed connect whose handshake met a 404 on the session id the server had just given (it forgot it at once),
+ * or, on SSE, whose event stream ended before the handshake did (the server's answers travel on that stream).
+ */
 export function noteExpiredWhileStarting(err: unknown, transport: Transport): void {
-  if (typeof err === "object" && err !== null && isExpiredSession(err, transport)) expiredWhileStarting.add(err);
+  if (typeof err !== "object" || err === null) return;
+  if (isExpiredSession(err, transport) || (transport instanceof SSEClientTransport && isConnectionClosed(err))) expiredWhileStarting.add(err);
 }
 
 /** Whether a session failed to start because the server forgot it before its handshake ended (see `noteExpiredWhileStarting`). */
