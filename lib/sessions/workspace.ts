@@ -11,6 +11,8 @@ export const VIRTUAL_USER_DATA = "/mnt/user-data";
 export const INTERNAL_DIR_NAME = ".mcp";
 const TEMP_ENV_KEYS = ["TMPDIR", "TMP", "TEMP"] as const;
 const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
+/** The most a thread folder the harness creates allows (the umask may take more away). */
+const FOLDER_MODE = 0o755;
 
 /**
  * A thread id as a folder name. Ids of `[A-Za-z0-9_-]{1,128}` are used as they are; anything else (`../x`, `a/b`,
@@ -46,17 +48,20 @@ export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
 
 /**
  * Creates the thread's workspace (a failure throws, also a symbolic link in place of the thread's folder, its
- * `user-data` or its `workspace`) and its private temp folder, 0700 even if it existed with a wider
- * mode. Returns `null` when the temp folder is ready, else why not (an error code): the workspace belongs to the
- * thread's tools, so `.mcp` may be a file, or a symlink to a folder elsewhere, which is never made private or used.
+ * `user-data` or its `workspace`) and its private temp folder: `.mcp` and `.mcp/tmp` 0700 even if they existed with
+ * a wider mode, and not used when another user owns either. Returns `null` when the temp folder is ready, else why not
+ * (an error code): the workspace belongs to the thread's tools, so `.mcp` may be a file, or a symlink to a folder
+ * elsewhere, which is never made private or used.
  */
 export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | null> {
   // A link planted in the thread's own folders (by a server of that thread) would move its next child elsewhere:
   // each level is checked before anything is created in it.
+  // Never writable by others, whatever the umask (000 is not unheard of for daemons): whoever may rename a folder's
+  // entries could put a plain folder of theirs, which no link check sees, in place of a thread's workspace.
   const thread = nodePath.dirname(paths.userData);
-  await mkdir(nodePath.dirname(thread), { recursive: true });
+  await mkdir(nodePath.dirname(thread), { recursive: true, mode: FOLDER_MODE });
   for (const dir of [thread, paths.userData, paths.workspace]) {
-    await mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+    await mkdir(dir, { mode: FOLDER_MODE }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "EEXIST") throw err;
     });
     if ((await lstat(dir)).isSymbolicLink()) {
@@ -73,16 +78,30 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
       if (info.isSymbolicLink()) return "a symlink";
       if (!info.isDirectory()) return "ENOTDIR";
     }
-    // Not through a link put there since the check: O_NOFOLLOW refuses one.
-    const handle = await open(paths.tmp, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-    try {
-      await handle.chmod(0o700);
-    } finally {
-      await handle.close();
+    // `.mcp` too: whoever may rename its entries could put a folder of theirs in place of `tmp` while the child uses it.
+    for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
+      const problem = await makePrivate(dir);
+      if (problem !== null) return problem;
     }
     return null;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code ?? "error";
+  }
+}
+
+/**
+ * Makes `dir` 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds).
+ * Opened without following a link put there since the check (O_NOFOLLOW).
+ */
+async function makePrivate(dir: string): Promise<string | null> {
+  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    const uid = process.geteuid?.();
+    if (uid !== undefined && (await handle.stat()).uid !== uid) return "owned by another user";
+    await handle.chmod(0o700);
+    return null;
+  } finally {
+    await handle.close();
   }
 }
 
