@@ -76,36 +76,59 @@ describe("the LRU bound on live stdio children", () => {
     // 300 process spawns: generous on a loaded 2-core machine; nothing here is timed.
   }, 240_000);
 
-  test("an evicted child whose call is still running closes after that call (here: the run is cancelled); its scope's next call starts a new child", async () => {
-    const marker = `bound-busy-${randomUUID()}`;
-    const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
-    const { toolkit } = await toolkitWith(
-      { local: { type: "stdio", ...launch, args: [...launch.args, marker] } },
-      { maxStdioSessions: 2 },
-    );
-    const graph = toolNodeGraph(await toolkit.getTools());
-    const busy = await pidIn(graph, "local_pid", "a");
-    // A call on "a" that reports progress until the run is cancelled: "a" is busy while two other scopes push it out.
+  /** A call on `thread` that reports progress until its run is cancelled: its child is busy meanwhile. */
+  async function busyIn(graph: ToolNodeGraph, thread: string): Promise<{ stop: () => Promise<void> }> {
     const controller = new AbortController();
     const stream = await graph.stream(
       { messages: [toolCalls([{ name: "local_ticker", args: { intervalMs: 20, durationMs: 60_000 } }])] },
-      { ...scope("a"), streamMode: "custom", signal: controller.signal },
+      { ...scope(thread), streamMode: "custom", signal: controller.signal },
     );
     const iterator = stream[Symbol.asyncIterator]();
     await iterator.next(); // the first progress event: the call runs on the child
+    return {
+      stop: async () => {
+        controller.abort(new Error("done waiting"));
+        await expect((async () => { while (!(await iterator.next()).done); })()).rejects.toThrow();
+      },
+    };
+  }
+
+  test("at the bound an idle child is closed, not a less recently used one in the middle of a call", async () => {
+    const marker = `bound-idle-first-${randomUUID()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
+    const { toolkit } = await toolkitWith({ local: { type: "stdio", ...launch, args: [...launch.args, marker] } }, { maxStdioSessions: 2 });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const a = await pidIn(graph, "local_pid", "a");
+    const running = await busyIn(graph, "a");
     const b = await pidIn(graph, "local_pid", "b");
+    // "a" is the least recently used, but busy: "b", idle, makes room for "c".
     const c = await pidIn(graph, "local_pid", "c");
+    await waitFor(() => !alive(b));
+    expect(alive(a)).toBe(true);
+    expect(await pidIn(graph, "local_pid", "a")).toBe(a);
+    await running.stop();
+    await waitFor(() => pidsWithMarker(marker).length === 2, marker);
+    expect(pidsWithMarker(marker).sort()).toEqual([a, c].sort());
+  });
+
+  test("an evicted child whose call is still running (every child is busy) closes after that call; its scope's next call starts a new child", async () => {
+    const marker = `bound-busy-${randomUUID()}`;
+    const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
+    const { toolkit } = await toolkitWith({ local: { type: "stdio", ...launch, args: [...launch.args, marker] } }, { maxStdioSessions: 1 });
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const busy = await pidIn(graph, "local_pid", "a");
+    // A call on "a" that runs until the run is cancelled: no child is idle when "b" needs room.
+    const running = await busyIn(graph, "a");
+    const b = await pidIn(graph, "local_pid", "b");
     expect(alive(busy)).toBe(true);
     const replacement = await pidIn(graph, "local_pid", "a");
     expect(replacement).not.toBe(busy);
     expect(alive(busy)).toBe(true);
-    controller.abort(new Error("done waiting"));
-    await expect((async () => { while (!(await iterator.next()).done); })()).rejects.toThrow();
-    // The replacement made room once it was up: "b", the least recently used, closes too (its exit is not awaited
-    // by the call that evicted it).
-    await waitFor(() => !alive(busy) && !alive(b));
-    expect(pidsWithMarker(marker)).toHaveLength(2);
-    expect(pidsWithMarker(marker).sort()).toEqual([c, replacement].sort());
+    await running.stop();
+    // The replacement made room once it was up: "b", idle, closes too (its exit is not awaited by the call that
+    // evicted it).
+    await waitFor(() => !alive(busy) && !alive(b) && pidsWithMarker(marker).length === 1, marker);
+    expect(pidsWithMarker(marker)).toEqual([replacement]);
   });
 });
 

@@ -118,25 +118,18 @@ describe("an evicted child whose call is still running", () => {
   test("the call's answer is delivered, then the child closes", async () => {
     const marker = `races-evict-${randomUUID()}`;
     const launch = stdioFixture({ name: "local", toolNames: ["pid", "ticker"] });
-    const { toolkit } = await toolkitWith(
-      {
-        local: { type: "stdio", ...launch, args: [...launch.args, marker] },
-        sh: { type: "stdio", command: "bash", args: [SH_SERVER] },
-      },
-      { maxStdioSessions: 3 },
-    );
+    // Bound 1: with "a" busy, no idle child can make room for "b" (idle ones would go first).
+    const { toolkit } = await toolkitWith({ local: { type: "stdio", ...launch, args: [...launch.args, marker] } }, { maxStdioSessions: 1 });
     const graph = toolNodeGraph(await toolkit.getTools());
+    const busy = Number((await callThroughGraph(graph, "local_pid", {}, scope("a"))).content);
     const { done } = await runningCall(graph, "local_ticker", { intervalMs: 50, durationMs: 4000 }, scope("a"));
-    const busy = pidsWithMarker(marker).find((p) => p !== pidsWithMarker(marker)[0]) ?? -1;
-    // the default scopes become more recent than "a"
-    await callThroughGraph(graph, "sh_pid", {});
-    await callThroughGraph(graph, "local_pid", {});
-    await callThroughGraph(graph, "sh_pid", {}, scope("b"));
+    const b = Number((await callThroughGraph(graph, "local_pid", {}, scope("b"))).content);
     const message = await done;
     expect(message.status).toBe("success");
     expect(String(message.content)).toMatch(/^ticked \d+$/);
     await waitFor(() => pidsWithMarker(marker).length === 1);
-    expect(busy).not.toBe(-1);
+    expect(pidsWithMarker(marker)).toEqual([b]);
+    expect(b).not.toBe(busy);
   });
 });
 

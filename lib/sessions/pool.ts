@@ -303,8 +303,9 @@ export class SessionPool {
   }
 
   /**
-   * Closes the least recently used stdio children while there are more than the bound: an idle one now, a busy
-   * one after its calls (it leaves the pool at once, so its scope's next call starts a new child).
+   * Closes the least recently used stdio children while there are more than the bound. Idle ones go first: a child
+   * in the middle of a call (a browser on a long task) is closed only when every other one is busy too, and then
+   * after its calls (it leaves the pool at once, so its scope's next call starts a new child).
    */
   private evictStdio(): void {
     if (this.stdioCount <= this.maxStdioSessions) return;
@@ -312,12 +313,14 @@ export class SessionPool {
     // scope its child (each makes room for itself once it is up).
     let connected = 0;
     for (const entry of this.entries.values()) if (!entry.closesWhenIdle && entry.session) connected += 1;
-    for (const entry of this.entries.values()) {
-      if (connected <= this.maxStdioSessions) break;
-      if (entry.closesWhenIdle || !entry.session) continue;
-      this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
-      this.drain(entry);
-      connected -= 1;
+    for (const idleOnly of [true, false]) {
+      for (const entry of [...this.entries.values()]) {
+        if (connected <= this.maxStdioSessions) return;
+        if (entry.closesWhenIdle || !entry.session || (idleOnly && entry.inFlight > 0)) continue;
+        this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
+        this.drain(entry);
+        connected -= 1;
+      }
     }
   }
 
