@@ -131,6 +131,10 @@ function violationText(record: McpToolRecord, reason: string, redactor: Redactor
   return `MCP tool '${record.rawName}' on server '${record.server}' failed: ${boundText(redactor.text(keys), VIOLATION_MAX_CHARS)}`;
 }
 
+function otherServerText(record: McpToolRecord): string {
+  return `MCP tool '${record.rawName}' on server '${record.server}' was not called: an interceptor passed on a request for another server`;
+}
+
 function reconfiguredText(record: McpToolRecord): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' was not called: the server's configuration changed while ` +
@@ -257,6 +261,8 @@ function sendToServer(
   workspace: CallWorkspace,
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
+    // The pool keys sessions by this name: another server's would be given this server's session (or child) for good.
+    if (request.serverName !== record.server) throw ownText(new McpToolCallError(otherServerText(record)));
     let { server, pool, outputs } = target;
     if (pool.isRetired && target.successor) {
       // The tools reloaded while the interceptors ran: nothing was sent yet, so the call may go to the new sessions.

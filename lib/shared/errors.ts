@@ -10,19 +10,21 @@ export class McpToolCallError extends Error {
   }
 }
 
-const own = new WeakSet<Error>();
+/** Each marked error with the text it was marked with. */
+const own = new WeakMap<Error, string>();
 
 /**
  * Marks an error whose text this project wrote from names, keys and codes only, never a value: it is shown
  * as it is, not scrubbed (a short secret that happens to be a server's name would otherwise blank it).
  */
 export function ownText<E extends Error>(err: E): E {
-  own.add(err);
+  own.set(err, err.message);
   return err;
 }
 
+/** Only while its text is the one marked: an interceptor that adds to a caught error's message (what it sent) makes it its own. */
 export function isOwnText(err: unknown): boolean {
-  return err instanceof Error && own.has(err);
+  return err instanceof Error && own.get(err) === err.message;
 }
 
 /**

@@ -59,7 +59,8 @@ export function headerSecrets(...maps: ReadonlyArray<HeaderMap | undefined>): st
     if (!map) continue;
     for (const [name, value] of Object.entries(map)) {
       const lower = name.toLowerCase();
-      if (NON_CREDENTIAL_HEADERS.has(lower) || value === "") continue;
+      // A value that is not a string is refused before it is sent (see headerValueProblem): the error still needs the redactor.
+      if (NON_CREDENTIAL_HEADERS.has(lower) || typeof value !== "string" || value === "") continue;
       secrets.push(value);
       const space = value.indexOf(" ");
       // The token after the scheme, however many spaces stand between them ("Bearer  tok" is valid).

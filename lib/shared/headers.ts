@@ -33,6 +33,8 @@ export function headerNameProblem(name: string): string | null {
  * transports (undici's `Headers`) put the whole value into their own error text.
  */
 export function headerValueProblem(value: string): string | null {
+  // A JavaScript interceptor's number or array: fetch would send its text, stdio its JSON; neither is a value checked here.
+  if (typeof value !== "string") return "is not a string";
   for (let i = 0; i < value.length; i += 1) {
     const code = value.charCodeAt(i);
     if (code === 0x0d || code === 0x0a) return "contains a line break (CR or LF)";
