@@ -138,6 +138,15 @@ describe("one child per (server, user, thread)", () => {
     expect(await pid(scope("carol", "cfg-thread"))).not.toBe(byContext);
   });
 
+  test("a server-authenticated user's run is on the server's thread: its context.thread_id cannot reach another thread's child", async () => {
+    const owners = await pid(scope("erin", "erins-thread"));
+    // What LangGraph's API server stamps for an authenticated caller on the thread it runs; the context is the caller's own.
+    const stamped = { langgraph_auth_user: { identity: "erin", is_authenticated: true, permissions: [] }, langgraph_auth_user_id: "erin", thread_id: "server-thread" };
+    const run = await pid({ context: { thread_id: "erins-thread" }, configurable: stamped });
+    expect(run).not.toBe(owners);
+    expect(await pid(scope("erin", "server-thread"))).toBe(run);
+  });
+
   test("createAgent with context { user_id } and a thread_id: calls of one thread share a child, another thread gets its own", async () => {
     const RunContext = z.object({ user_id: z.string() });
     const model = new ScriptedChatModel([

@@ -33,6 +33,18 @@ function isStamped(value: unknown): boolean {
 type IdField = readonly [field: string, value: unknown];
 const UNSET: IdField = ["", undefined];
 
+/** The identity of the user the LangGraph server authenticated for this run, when it did. */
+function authenticatedUserField(runtime: ToolRuntime): IdField | undefined {
+  const identity = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
+  if (isStamped(identity)) return ["serverInfo.user.identity", identity];
+  // Pregel derives `serverInfo.user` from this stamp; a tool invoked outside a graph with the server's config has only the stamp.
+  const authUser = runtime.configurable?.langgraph_auth_user;
+  if (typeof authUser === "object" && authUser !== null && "identity" in authUser && isStamped(authUser.identity)) {
+    return ["configurable.langgraph_auth_user.identity", authUser.identity];
+  }
+  return undefined;
+}
+
 /**
  * The first of the run's user fields that is set, in precedence order (SPEC §5.1). The server's authenticated user
  * (`serverInfo.user`, or the `configurable.langgraph_auth_user` LangGraph builds it from) decides even when its
@@ -41,24 +53,24 @@ const UNSET: IdField = ["", undefined];
  * Python server stamps that (with no user) on every run when it has no auth configured.
  */
 function userField(runtime: ToolRuntime): IdField {
-  const identity = (runtime as RuntimeWithServerInfo).serverInfo?.user?.identity;
-  if (isStamped(identity)) return ["serverInfo.user.identity", identity];
-  // Pregel derives `serverInfo.user` from this stamp; a tool invoked outside a graph with the server's config has only the stamp.
-  const authUser = runtime.configurable?.langgraph_auth_user;
-  if (typeof authUser === "object" && authUser !== null && "identity" in authUser && isStamped(authUser.identity)) {
-    return ["configurable.langgraph_auth_user.identity", authUser.identity];
-  }
+  const authenticated = authenticatedUserField(runtime);
+  if (authenticated !== undefined) return authenticated;
   const stamped = runtime.configurable?.langgraph_auth_user_id;
   if (isSet(stamped)) return ["configurable.langgraph_auth_user_id", stamped];
   const own = contextRecord(runtime)?.user_id;
   return isSet(own) ? ["context.user_id", own] : UNSET;
 }
 
-/** The first of the run's thread fields that is set, in precedence order. */
+/**
+ * The first of the run's thread fields that is set, in precedence order. A run of a server that authenticated its
+ * user is on the thread the server gave it (`configurable.thread_id`, which the server's auth let that user use):
+ * the caller's own `context.thread_id` would otherwise reach any thread's workspace and session, another user's too.
+ */
 function threadField(runtime: ToolRuntime): IdField {
+  const configured = runtime.configurable?.thread_id;
+  if (isSet(configured) && authenticatedUserField(runtime) !== undefined) return ["configurable.thread_id", configured];
   const own = contextRecord(runtime)?.thread_id;
   if (isSet(own)) return ["context.thread_id", own];
-  const configured = runtime.configurable?.thread_id;
   return isSet(configured) ? ["configurable.thread_id", configured] : UNSET;
 }
 
@@ -72,7 +84,10 @@ export function runUserId(runtime: ToolRuntime | undefined): string | undefined 
   return runtime ? idOf(userField(runtime)[1]) : undefined;
 }
 
-/** The thread a run belongs to (SPEC §5.1): `context.thread_id`, then `configurable.thread_id`; `undefined` when neither is set. */
+/**
+ * The thread a run belongs to (SPEC §5.1): `context.thread_id`, then `configurable.thread_id`, except that a run whose
+ * user the server authenticated is on the server's `configurable.thread_id`; `undefined` when neither is set.
+ */
 export function runThreadId(runtime: ToolRuntime | undefined): string | undefined {
   return runtime ? idOf(threadField(runtime)[1]) : undefined;
 }
