@@ -9,6 +9,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 import { findToolCall, rawHeaderValues } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
+import { waitUntil } from "../fixtures/processes";
 import { startProxy } from "../fixtures/proxy";
 import { startSseFixture } from "../fixtures/sse-server";
 import { startTokenFixture } from "../fixtures/token-server";
@@ -87,6 +88,29 @@ describe("an OAuth token the server stops accepting (HTTP 401), also after it ex
     expect(http.requests.filter((r) => findToolCall([r], "three"))).toHaveLength(1);
     expect((await callThroughGraph(graph, "remote_echo", { text: "four" })).content).toBe("four");
     expect(tokens.requests).toHaveLength(2);
+  });
+
+  test("a 401 on a call in a live session: the call goes through with a new token, and the refused token's session is ended", async () => {
+    const { tokens, http, proxy, clock, toolkit } = await oauthBehindProxy();
+    const revoked = new Set<string>();
+    // The server keeps its sessions but refuses the revoked token on every request that carries it, a DELETE aside.
+    proxy.rule = (r) =>
+      r.method === "POST" && typeof r.headers.authorization === "string" && revoked.has(r.headers.authorization)
+        ? { status: 401, body: JSON.stringify({ error: "invalid_token" }) }
+        : undefined;
+    const graph = toolNodeGraph(await toolkit.getTools());
+    expect((await callThroughGraph(graph, "remote_echo", { text: "one" })).content).toBe("one");
+    const refusedSession = findToolCall(http.requests, "one")!.sessionId!;
+    expect(http.activeSessionIds()).toContain(refusedSession);
+
+    clock.advance(60);
+    revoked.add("Bearer access-1");
+    const renewed = await callThroughGraph(graph, "remote_echo", { text: "two" });
+    expect([renewed.status, renewed.content]).toEqual(["success", "two"]);
+    expect(rawHeaderValues(findToolCall(http.requests, "two")!, "authorization")).toEqual(["Bearer access-2"]);
+    expect(tokens.requests).toHaveLength(2);
+    // The session the refused token opened serves nobody any more: it is ended, not left to its idle timeout.
+    expect(await waitUntil(() => !http.activeSessionIds().includes(refusedSession))).toBe(true);
   });
 
   test("a new token the server refuses too is not replaced again: the call fails with one clean line, no token in it", async () => {

@@ -19,6 +19,7 @@ import type { OutputSchemas } from "./output-schemas";
 import { changedFiles, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
+import { isUnauthorized } from "../shared/unauthorized";
 import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
@@ -353,6 +354,12 @@ function sendToServer(
         // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(lostText(record)));
+      }
+      if (!stdio && isUnauthorized(err)) {
+        // Its credentials were refused (a revoked token): no call with them will go through, so the session is ended
+        // rather than left holding a place under the session cap until it idles out.
+        pool.invalidate(lease.session);
+        throw err;
       }
       if (!stdio && isDroppedConnection(err)) {
         // As a lost call: the next call starts a new session rather than meet the 404 first.
