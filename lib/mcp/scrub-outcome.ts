@@ -30,7 +30,7 @@ function scrubValue<T>(value: T, redactor: Redactor): T {
   return redactor.deep(value, (instance) => scrubInstance(instance, redactor));
 }
 
-/** Class instances LangGraph reads as state or node input; any other instance is kept as it is. */
+/** Class instances LangGraph reads as state or node input; any other instance as `scrubOther` keeps or replaces it. */
 function scrubInstance(value: object, redactor: Redactor): unknown {
   if (BaseMessage.isInstance(value)) return scrubMessage(value, redactor);
   if (isCommand(value)) return scrubCommand(value, redactor);
@@ -40,7 +40,28 @@ function scrubInstance(value: object, redactor: Redactor): unknown {
     const scrubbed = scrubValue(inner, redactor);
     return scrubbed === inner ? value : new Overwrite(scrubbed);
   }
-  return value;
+  return scrubOther(value, redactor);
+}
+
+/**
+ * Any other instance (a URL, a typed array, an object of the interceptor's own class) as it is, unless the form the
+ * state's JSON and a checkpoint give it holds a secret: then that form, scrubbed (a byte array whose bytes spell one,
+ * REDACTED). A URL's JSON is its `href`; an instance's, its own fields.
+ */
+function scrubOther(value: object, redactor: Redactor): unknown {
+  if (ArrayBuffer.isView(value)) {
+    const bytes = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("utf8");
+    return redactor.text(bytes) === bytes ? value : REDACTED;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(JSON.stringify(value) ?? "null");
+  } catch {
+    // No JSON form (a cycle, a BigInt): the artifact's bound leaves it out.
+    return value;
+  }
+  const scrubbed = scrubValue(json, redactor);
+  return scrubbed === json ? value : scrubbed;
 }
 
 /**
