@@ -25,12 +25,27 @@ class Audit {
   constructor(readonly endpoint: string) {}
 }
 
+/** A page of results of the interceptor's own class: an array whose JSON form (`toJSON`) names where the next one is. */
+class Page extends Array<string> {
+  next = "";
+  toJSON(): { items: string[]; next: string } {
+    return { items: [...this], next: this.next };
+  }
+}
+
+function page(next: string): Page {
+  const made = new Page();
+  made.push("first");
+  made.next = next;
+  return made;
+}
+
 /** Adds to the result, as the call's `text` asks, an instance built from the request's key. */
 const linking: McpToolInterceptor = async (request, next) => {
   const result = (await next(request)) as CallToolResult;
   const key = request.headers["X-Api-Key"] ?? "";
   const endpoint = `https://api.example.test/v1?key=${key}`;
-  const made: Record<string, object> = { url: new URL(endpoint), bytes: new TextEncoder().encode(key), audit: new Audit(endpoint) };
+  const made: Record<string, object> = { url: new URL(endpoint), bytes: new TextEncoder().encode(key), audit: new Audit(endpoint), page: page(endpoint) };
   return { ...result, structuredContent: { added: made[String(request.args.text)] } };
 };
 
@@ -52,6 +67,7 @@ test.each([
   ["a URL", "url"],
   ["a byte array", "bytes"],
   ["an instance of the interceptor's own class", "audit"],
+  ["an array of the interceptor's own class", "page"],
 ])("%s built from the key: neither the artifact nor the checkpoint spells the key", async (_label, made) => {
   const threadId = `inst-${made}`;
   const message = await callThroughGraph(graph, "inst_echo", { text: made }, { context: CONTEXT, configurable: { thread_id: threadId } });

@@ -4,7 +4,19 @@
  */
 import { runInNewContext } from "node:vm";
 import { describe, expect, test } from "@jest/globals";
-import { isPlainObject, nestsDeeperThan } from "../../lib/shared/plain-object";
+import { isPlainArray, isPlainObject, nestsDeeperThan } from "../../lib/shared/plain-object";
+
+describe("isPlainArray", () => {
+  test("literals, JSON.parse output and another realm's arrays are plain; an Array subclass's instances and non-arrays are not", () => {
+    expect(isPlainArray([1])).toBe(true);
+    expect(isPlainArray(JSON.parse("[[1]]"))).toBe(true);
+    expect(isPlainArray(runInNewContext("[1, 2]"))).toBe(true);
+    expect(isPlainArray(new (class Page extends Array<number> {})())).toBe(false);
+    expect(isPlainArray(runInNewContext("new (class Page extends Array {})()"))).toBe(false);
+    expect(isPlainArray({ length: 0 })).toBe(false);
+    expect(isPlainArray(new Uint8Array(1))).toBe(false);
+  });
+});
 
 describe("isPlainObject", () => {
   test("literals, JSON.parse output and null-prototype objects are plain; arrays, class instances and maps are not", () => {

@@ -44,11 +44,11 @@ function scrubInstance(value: object, redactor: Redactor): unknown {
 }
 
 /**
- * Any other instance (a URL, a typed array, an object of the interceptor's own class) as it is, unless the form the
- * state's JSON and a checkpoint give it holds a secret: then that form, scrubbed (a byte array whose bytes spell one,
- * REDACTED). A URL's JSON is its `href`; an instance's, its own fields.
+ * Any other instance (a URL, a typed array, an object or an array of the interceptor's own class) as it is, unless
+ * the form the state's JSON and a checkpoint give it holds a secret: then that form, scrubbed (a byte array whose
+ * bytes spell one, REDACTED). A URL's JSON is its `href`; an instance's, its own fields.
  */
-function scrubOther(value: object, redactor: Redactor): unknown {
+export function scrubOther(value: object, redactor: Redactor): unknown {
   if (ArrayBuffer.isView(value)) {
     const bytes = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("utf8");
     return redactor.text(bytes) === bytes ? value : REDACTED;

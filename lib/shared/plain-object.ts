@@ -11,6 +11,20 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return Object.getPrototypeOf(proto) === null && typeof proto.constructor === "function" && proto.constructor.name === "Object" && !Array.isArray(value);
 }
 
+/**
+ * An array of no class of its own (a literal, `JSON.parse` output, also another realm's): not an instance of an
+ * `Array` subclass, whose methods (`toJSON`) and fields decide what a checkpoint or the store writes of it.
+ */
+export function isPlainArray(value: unknown): value is unknown[] {
+  if (!Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as { constructor?: unknown } | null;
+  if (proto === Array.prototype) return true;
+  if (proto === null || typeof proto.constructor !== "function" || proto.constructor.name !== "Array") return false;
+  // Another realm's Array.prototype sits right on that realm's Object.prototype; a subclass's does not.
+  const base = Object.getPrototypeOf(proto) as object | null;
+  return base !== null && Object.getPrototypeOf(base) === null;
+}
+
 /** `out[key] = value` as an own property, also for "__proto__" (a plain assignment would call its setter). */
 export function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
   if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true });

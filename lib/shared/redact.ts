@@ -1,4 +1,4 @@
-import { isPlainObject, setOwn } from "./plain-object";
+import { isPlainArray, isPlainObject, setOwn } from "./plain-object";
 import { utf8Text } from "./text";
 
 export const REDACTED = "[redacted]";
@@ -145,7 +145,8 @@ export class Redactor {
    * A JSON-like value with every string (object keys included) scrubbed, and every number or bigint whose decimal
    * text holds a secret (a PIN echoed as a JSON number) turned into the string REDACTED; other values as they are.
    * Arrays and plain objects holding nothing to scrub are returned as they are, not copied; the others are copies.
-   * Other objects (class instances) go through `other`, which may return a scrubbed copy; by default they are kept.
+   * Other objects (class instances, an `Array` subclass's among them when `other` is given) go through `other`, which
+   * may return a scrubbed copy; by default they are kept.
    */
   deep<T>(value: T, other?: (value: object) => unknown): T {
     if (this.matchers === null) return value;
@@ -158,7 +159,8 @@ export class Redactor {
       const decimal = String(value);
       return this.text(decimal) === decimal ? value : REDACTED;
     }
-    if (Array.isArray(value)) {
+    // An instance of an Array subclass is a class instance: its JSON form may hold what its items do not.
+    if (Array.isArray(value) && (other === undefined || isPlainArray(value))) {
       let out: unknown[] | undefined;
       for (let i = 0; i < value.length; i += 1) {
         const item = this.walk(value[i], other);

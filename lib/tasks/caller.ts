@@ -9,6 +9,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { isCommand } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
+import { scrubOther } from "../mcp/scrub-outcome";
 import { Redactor } from "../shared/redact";
 import { cutCodePoints } from "./payload";
 import { SubmitSecretsMemory } from "./submit-secrets";
@@ -97,7 +98,9 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
       return {
         result: outcome,
-        scrub: (value) => known.deep(value),
+        // An array of the interceptor's own class is stored as its JSON form says (a `toJSON`): that form is scrubbed.
+        // Other instances are not JSON, and the payload bounds refuse them.
+        scrub: (value) => known.deep(value, (instance) => (Array.isArray(instance) ? scrubOther(instance, known) : instance)),
         holdsSecret: (text) => long.text(text) !== text,
       };
     },
