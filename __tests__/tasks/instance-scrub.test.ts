@@ -5,7 +5,6 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
-import sqlite3 from "sqlite3";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { REDACTED } from "../../lib/shared";
@@ -13,6 +12,7 @@ import type { McpToolInterceptor } from "../../lib/shared/interceptor";
 import { createTaskRuntime, MemoryTaskNotifier, TaskSubmitRequest, type TaskRuntime } from "../../lib/tasks";
 import { makeTempDir, ManualClock, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
+import { storedRows } from "../fixtures/task-rows";
 
 const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const SECRET = 'static-Key/Ab12+cd34"q';
@@ -44,19 +44,6 @@ afterEach(async () => {
 afterAll(async () => {
   await http.close();
 });
-
-function storedRows(dbPath: string): Promise<Record<string, unknown>[]> {
-  return new Promise((resolve, reject) => {
-    const db = new sqlite3.Database(dbPath, sqlite3.OPEN_READONLY, (err) => {
-      if (err) return reject(err);
-      db.all("SELECT * FROM mcp_tasks", (e, rows) => {
-        db.close();
-        if (e) reject(e);
-        else resolve(rows as Record<string, unknown>[]);
-      });
-    });
-  });
-}
 
 function forms(secret: string): string[] {
   return [

@@ -22,6 +22,7 @@ import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, wr
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { targets } from "./store/helpers";
 import { pidsWithMarker, waitUntil } from "../fixtures/processes";
+import { storedRows } from "../fixtures/task-rows";
 
 const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const RunContext = z.object({ user_id: z.string() });
@@ -202,20 +203,6 @@ describe("the submit wrapper and the agent-visible tools", () => {
     expect(await s.runtime.service.listTasks("th-3", "ann")).toEqual([]);
   });
 });
-
-/** Every task row of a store's SQLite file, read directly. */
-function storedRows(dbPath: string): Promise<Record<string, unknown>[]> {
-  return new Promise((resolve, reject) => {
-    const db = new sqlite3.Database(dbPath, sqlite3.OPEN_READONLY, (err) => {
-      if (err) return reject(err);
-      db.all("SELECT * FROM mcp_tasks", (e, rows) => {
-        db.close();
-        if (e) reject(e);
-        else resolve(rows as Record<string, unknown>[]);
-      });
-    });
-  });
-}
 
 /** Makes the store's file refuse every new task row, as a full disk would. */
 async function refuseInserts(dir: string): Promise<void> {
