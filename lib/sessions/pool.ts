@@ -314,7 +314,8 @@ export class SessionPool {
     let connected = 0;
     for (const entry of this.entries.values()) if (!entry.closesWhenIdle && entry.session) connected += 1;
     for (const idleOnly of [true, false]) {
-      for (const entry of [...this.entries.values()]) {
+      // Deleting the entry being visited (drain) does not disturb a Map's iteration.
+      for (const entry of this.entries.values()) {
         if (connected <= this.maxStdioSessions) return;
         if (entry.closesWhenIdle || !entry.session || (idleOnly && entry.inFlight > 0)) continue;
         this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
@@ -545,7 +546,7 @@ export class SessionPool {
           );
           this.drain(entry);
         }
-        return entry.workspace?.values() ?? (entry.secretList ??= [...entry.secrets]);
+        return this.remembered(entry);
       },
     };
     entry.exited = childExited(transport, session.pid);
@@ -666,10 +667,15 @@ export class SessionPool {
     workspace.leave(entry.secrets);
   }
 
+  /** What the session of `entry` remembers: its workspace's secrets, else its own (the same array until it changes). */
+  private remembered(entry: Entry): readonly string[] {
+    return entry.workspace?.values() ?? (entry.secretList ??= [...entry.secrets]);
+  }
+
   private redactor(entry: Entry): Redactor {
     const own = this.secretsFor(entry.serverName);
     // A child may print what another session of its workspace wrote there (a listing of its folder).
-    const remembered = entry.workspace?.values() ?? (entry.secretList ??= [...entry.secrets]);
+    const remembered = this.remembered(entry);
     return Redactor.of(remembered.length === 0 ? own : [...own, ...remembered]);
   }
 
