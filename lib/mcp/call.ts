@@ -53,6 +53,8 @@ export interface CallTarget {
   successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig; outputs?: OutputSchemas } | "unloadable" | undefined>;
   /** The output schemas the server's tools declared when listed, checked against each result. */
   outputs?: OutputSchemas;
+  /** Told the session the call is sent on, before it is sent. */
+  onSession?: (session: McpSession) => void;
 }
 
 export interface CallPathOptions {
@@ -304,6 +306,7 @@ function sendToServer(
         return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace)(request);
       }
     }
+    target.onSession?.(lease.session);
     const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;
     try {

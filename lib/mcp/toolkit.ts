@@ -34,7 +34,7 @@ import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
-import { resolveDataDir, SessionPool, sessionScope } from "../sessions";
+import { resolveDataDir, SessionPool, sessionScope, type McpSession } from "../sessions";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
 import { OutputSchemas } from "./output-schemas";
@@ -151,6 +151,8 @@ export interface McpDirectToolCall {
    * they keep or show themselves (`Redactor.of(secrets)`).
    */
   onUnscrubbed?: (secrets: readonly string[]) => void;
+  /** Told the session the call is sent on (a durable task's calls tell its stdio child which tasks it holds). */
+  onSession?: (session: McpSession) => void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */
@@ -583,6 +585,7 @@ export class McpToolkit {
         pool: generation.pool,
         server: entry.config,
         ...(call.scope ? { scope: sessionScope(call.scope.userId, call.scope.threadId) } : {}),
+        ...(call.onSession ? { onSession: call.onSession } : {}),
         successor: () => this.successor(call.server, entry.config),
         outputs: generation.outputs.get(call.server),
       },

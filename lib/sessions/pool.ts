@@ -32,6 +32,12 @@ export interface McpSession {
   /** stdio: the child's process id. */
   readonly pid?: number;
   /**
+   * stdio: notes that the child holds the durable task `remoteId` while it is `pending` (pollable), or no longer. The
+   * LRU bound closes a child holding pending tasks only after every other one: a server keeping its jobs in the process
+   * does not know them in a new child.
+   */
+  holdTask?(remoteId: string, pending: boolean): void;
+  /**
    * Adds a call's secrets to those the session remembers and returns all of them: a stdio child may print or
    * answer with what an earlier call sent it at any time, so they are scrubbed from its log lines and from the
    * results of its later calls. None is forgotten: past `SESSION_SECRETS_LIMIT` distinct values the session leaves the
@@ -96,6 +102,8 @@ interface Entry {
   exited?: () => boolean;
   /** stdio: the tag every process of this session carries, so what the child started ends with it. */
   readonly tag?: string;
+  /** stdio: remote ids of the pending durable tasks the child holds (see `McpSession.holdTask`). */
+  tasks?: Set<string>;
   /** Set once the session's leftover processes are being ended (after its child is gone). */
   leftoversEnded?: Promise<void>;
   /** stdio: the session's processes as found just before it was closed, while its child still ran. */
@@ -123,7 +131,8 @@ export interface SessionPoolOptions {
   secretsFor?: (serverName: string) => readonly string[];
   /**
    * Live stdio children across all servers (default 256), one per (server, user, thread): a new scope beyond the
-   * bound closes the least recently used child, at once when idle, after its running calls otherwise.
+   * bound closes the least recently used child, at once when idle, after its running calls otherwise; one holding a
+   * pending durable task only when every other one does too (see `evictStdio`).
    */
   maxStdioSessions?: number;
   /**
@@ -303,9 +312,10 @@ export class SessionPool {
   }
 
   /**
-   * Closes the least recently used stdio children while there are more than the bound. Idle ones go first: a child
-   * in the middle of a call (a browser on a long task) is closed only when every other one is busy too, and then
-   * after its calls (it leaves the pool at once, so its scope's next call starts a new child).
+   * Closes the least recently used stdio children while there are more than the bound. Idle ones go first, then
+   * those in the middle of a call (a browser on a long task), closed after their calls (they leave the pool at once,
+   * so their scope's next call starts a new child), and last those holding pending durable tasks: a server that keeps
+   * its jobs in the process does not know them in a new child.
    */
   private evictStdio(): void {
     if (this.stdioCount <= this.maxStdioSessions) return;
@@ -313,12 +323,23 @@ export class SessionPool {
     // scope its child (each makes room for itself once it is up).
     let connected = 0;
     for (const entry of this.entries.values()) if (!entry.closesWhenIdle && entry.session) connected += 1;
-    for (const idleOnly of [true, false]) {
+    // Ranks: 0 idle, 1 busy, 2 idle with pending tasks, 3 busy with pending tasks.
+    for (let rank = 0; rank < 4; rank += 1) {
       // Deleting the entry being visited (drain) does not disturb a Map's iteration.
       for (const entry of this.entries.values()) {
         if (connected <= this.maxStdioSessions) return;
-        if (entry.closesWhenIdle || !entry.session || (idleOnly && entry.inFlight > 0)) continue;
-        this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
+        if (entry.closesWhenIdle || !entry.session || evictionRank(entry) > rank) continue;
+        const tasks = entry.tasks?.size ?? 0;
+        if (tasks > 0) {
+          this.logger.warn(
+            `closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions}, ` +
+              `every other session is busy or holds durable tasks too): ${tasks} pending durable task(s) it accepted will be ` +
+              "polled in a new process, which may not know them; " +
+              "raise maxStdioSessions to keep them",
+          );
+        } else {
+          this.logger.debug(`closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions})`);
+        }
         this.drain(entry);
         connected -= 1;
       }
@@ -532,6 +553,7 @@ export class SessionPool {
       ...(scope ? { scope } : {}),
       ...(paths ? { paths, scanner: new WorkspaceScanner(paths.workspace) } : {}),
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
+      ...(entry.tag !== undefined ? { holdTask: (remoteId: string, pending: boolean) => this.holdTask(entry, remoteId, pending) } : {}),
       rememberSecrets: (values) => {
         for (const value of values) {
           if (entry.secrets.delete(value)) entry.secrets.add(value);
@@ -562,6 +584,24 @@ export class SessionPool {
       this.trim(serverName);
     }
     return session;
+  }
+
+  /** See `McpSession.holdTask`. */
+  private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
+    if (!pending) {
+      entry.tasks?.delete(remoteId);
+      return;
+    }
+    const tasks = (entry.tasks ??= new Set());
+    if (tasks.has(remoteId)) return;
+    tasks.add(remoteId);
+    // Taken by a child already chosen to close (by the bound before the task existed, or a reload): it cannot be kept.
+    if (entry.closing) {
+      this.logger.warn(
+        `a durable task of MCP server '${entry.serverName}' was accepted by a stdio session that is already closing ` +
+          `(the session bound, ${this.maxStdioSessions}, or a reload): it will be polled in a new process, which may not know it`,
+      );
+    }
   }
 
   /** No new acquisitions; idle sessions close now, busy ones when their last call finishes. */
@@ -683,6 +723,11 @@ export class SessionPool {
   size(): number {
     return this.entries.size;
   }
+}
+
+/** Eviction order among the LRU candidates: idle, busy, idle holding pending tasks, busy holding them. */
+function evictionRank(entry: Entry): number {
+  return ((entry.tasks?.size ?? 0) > 0 ? 2 : 0) + (entry.inFlight > 0 ? 1 : 0);
 }
 
 const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();

@@ -9,6 +9,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { isCommand } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
+import type { McpSession } from "../sessions";
 import { scrubOther } from "../mcp/scrub-outcome";
 import { Redactor } from "../shared/redact";
 import { cutCodePoints } from "./payload";
@@ -41,6 +42,8 @@ export interface TaskToolAnswer {
    * characters, in any form the redactor knows.
    */
   holdsSecret(text: string): boolean;
+  /** stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`). */
+  holdTask?(remoteId: string, pending: boolean): void;
 }
 
 /**
@@ -75,6 +78,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       const runtime = call.runtime as ToolRuntime | undefined;
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
       let secrets: readonly string[] = [];
+      let session: McpSession | undefined;
       const outcome = await toolkit.callTool({
         server: call.serverName,
         tool: call.toolName,
@@ -85,6 +89,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         signal: call.signal,
         onUnscrubbed: (values) => (secrets = values),
         protocolFields: TASK_PROTOCOL_FIELDS,
+        onSession: (used) => (session = used),
         ...(runtime !== undefined
           ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
           : { rememberedSecrets: memory.recall(key) }),
@@ -102,6 +107,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         // Other instances are not JSON, and the payload bounds refuse them.
         scrub: (value) => known.deep(value, (instance) => (Array.isArray(instance) ? scrubOther(instance, known) : instance)),
         holdsSecret: (text) => long.text(text) !== text,
+        ...(session?.holdTask ? { holdTask: session.holdTask } : {}),
       };
     },
   };

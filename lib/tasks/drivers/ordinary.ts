@@ -121,6 +121,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
       signal: options.signal,
     });
     const payload = parsePayload(submitPayload, answer, toolName);
+    answer.holdTask?.(payload.task_id, true);
     return {
       remoteTaskId: payload.task_id,
       snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
@@ -132,6 +133,12 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
   async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "status_tool");
     const answer = await this.call(ref, toolName, options);
+    const snapshot = this.statusSnapshot(ref, answer, toolName);
+    answer.holdTask?.(ref.remoteTaskId, snapshot.isPollable);
+    return snapshot;
+  }
+
+  private statusSnapshot(ref: TaskReference, answer: TaskToolAnswer, toolName: string): TaskSnapshot {
     const payload = parsePayload(statusPayload, answer, toolName);
     checkTaskId(ref, payload.task_id);
     if (payload.error_code === "task_not_found") {
@@ -155,12 +162,14 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     const answer = await this.call(ref, toolName, options);
     const payload = parsePayload(cancelPayload, answer, toolName);
     checkTaskId(ref, payload.task_id);
-    return new TaskSnapshot({
+    const snapshot = new TaskSnapshot({
       status: REMOTE_STATUS[payload.status],
       result: answer.scrub(payload.result),
       result_artifact: answer.scrub(payload.result_artifact ?? null),
       error: answer.scrub(payload.error ?? null),
     });
+    answer.holdTask?.(ref.remoteTaskId, snapshot.isPollable);
+    return snapshot;
   }
 
   /** Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. */

@@ -1,0 +1,170 @@
+/**
+ * Durable tasks on a stdio task server against the stdio session lifetime (SPEC §5.1, §6): a task's polls run in its
+ * (user, thread) child, which the LRU bound can close. A real stdio job server keeping its jobs in the process, a real
+ * SQLite file, a createAgent agent and the real worker tick on an injected clock.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import * as path from "node:path";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import { z } from "zod";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { ScriptedChatModel } from "../../lib/agent";
+import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import { alive, waitUntil } from "../fixtures/processes";
+import { storedRows } from "../fixtures/task-rows";
+
+const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+const RunContext = z.object({ user_id: z.string() });
+
+const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
+
+afterEach(async () => {
+  for (const { runtime, toolkit } of open.splice(0)) {
+    await toolkit.close();
+    await runtime.stop();
+  }
+});
+
+interface Setup {
+  dir: string;
+  configPath: string;
+  dbPath: string;
+  runtime: TaskRuntime;
+  toolkit: McpToolkit;
+  tools: DynamicStructuredTool[];
+  notifier: MemoryTaskNotifier;
+  clock: ManualClock;
+  logger: RecordingLogger;
+}
+
+function config(extra: Record<string, unknown> = {}) {
+  return {
+    mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+    mcpServers: {
+      local: {
+        type: "stdio",
+        ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }),
+        task_toolsets: [{ name: "compile", ...TOOLSET }],
+      },
+      ...extra,
+    },
+  };
+}
+
+async function setup(maxStdioSessions?: number, extra: Record<string, unknown> = {}): Promise<Setup> {
+  const dir = await makeTempDir("task-stdio-");
+  const configPath = await writeConfig(dir, config(extra));
+  const dbPath = path.join(dir, "tasks.sqlite");
+  const clock = new ManualClock();
+  const notifier = new MemoryTaskNotifier();
+  const logger = new RecordingLogger();
+  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${dbPath}`, notifier, clock: clock.now, logger });
+  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, ...(maxStdioSessions ? { maxStdioSessions } : {}) });
+  open.push({ runtime, toolkit });
+  return { dir, configPath, dbPath, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock, logger };
+}
+
+type Call = ReturnType<typeof ScriptedChatModel.toolCall>;
+
+/** One agent turn on (user, thread) making `calls` in order; the ToolMessages it got. */
+async function agentTurn(s: Setup, user: string, thread: string, calls: Call[]): Promise<ToolMessage[]> {
+  const model = new ScriptedChatModel([...calls, { content: "done" }]);
+  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
+  return result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+}
+
+const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
+const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);
+
+/** The child's pid and the local task id of a submit made in a fresh (user, thread) scope. */
+async function submitWithPid(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
+  const [pid, submitted] = await agentTurn(s, user, thread, [pidCall("pid-1"), submitCall(args)]);
+  expect(submitted!.status).not.toBe("error");
+  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
+}
+
+describe("the LRU bound and a child holding a pending task", () => {
+  test("bound 1: a new scope does not cost an idle child its pending task; the bound still holds once the call is done", async () => {
+    const s = await setup(1);
+    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
+    // Another thread of the user: a second child, beyond the bound.
+    const [other] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
+    const second = Number(other!.content);
+    expect(second).not.toBe(first);
+    // The bound is kept: one of the two children goes once its call is over, and it is not the one holding the job.
+    expect(await waitUntil(() => !alive(second) || !alive(first))).toBe(true);
+    expect(alive(first)).toBe(true);
+
+    await s.runtime.runOnce(s.clock.advance(5));
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ label: "a", pid: first });
+    expect(s.notifier.deliveriesOf(taskId)[0]!.delivery.event).toMatchObject({ status: "completed", result: { pid: first } });
+  });
+
+  test("bound 2: the idle child without a task goes, not the least recently used one holding a task; exactly 2 live", async () => {
+    const s = await setup(2);
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", mode: "held" });
+    const [b] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
+    const [c] = await agentTurn(s, "bob", "th-c", [pidCall("pid-c")]);
+    const [pidB, pidC] = [Number(b!.content), Number(c!.content)];
+    expect(await waitUntil(() => [holder, pidB, pidC].filter(alive).length === 2)).toBe(true);
+    expect([alive(holder), alive(pidB), alive(pidC)]).toEqual([true, false, true]);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("working");
+    expect(s.logger.messages("warn")).toEqual([]);
+  });
+
+  test("bound 1: once its task completed, the child is an ordinary idle one again and goes before a new scope's", async () => {
+    const s = await setup(1);
+    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("completed");
+    const [other] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
+    const second = Number(other!.content);
+    expect(await waitUntil(() => !alive(first) || !alive(second))).toBe(true);
+    expect([alive(first), alive(second)]).toEqual([false, true]);
+  });
+
+  test("a child that accepted a task while already closing (bound 1, a task in a second scope) warns; a new process does not know its task", async () => {
+    const s = await setup(1);
+    const { pid: first, taskId: kept } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
+    const { taskId: lost } = await submitWithPid(s, "cy", "th-b", { label: "b", steps: 1 });
+    expect(s.logger.messages("warn")).toContainEqual(expect.stringContaining("a durable task of MCP server 'local' was accepted by a stdio session that is already closing"));
+    await s.runtime.runOnce(s.clock.advance(5));
+    const [keptRow, lostRow] = await Promise.all([s.runtime.service.getTask(kept, "bob"), s.runtime.service.getTask(lost, "cy")]);
+    expect(keptRow?.status).toBe("completed");
+    expect(keptRow?.result).toMatchObject({ label: "a", pid: first });
+    expect([lostRow?.status, lostRow?.error]).toEqual(["failed", "no such job"]);
+  });
+});
+
+describe("a stdio task polled on its child", () => {
+  test("the same child across polls still completes the task; the rows keep nothing new", async () => {
+    const board = new TaskBoard();
+    const http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
+    try {
+      const s = await setup(undefined, { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] } });
+      const { pid, taskId } = await submitWithPid(s, "bob", "th-a", { label: "s", steps: 3 });
+      const [onHttp] = await agentTurn(s, "bob", "th-a", [ScriptedChatModel.toolCall("jobs_start_job", { label: "h", steps: 2 }, "h-1")]);
+      const httpTask = (JSON.parse(String(onHttp!.content)) as SubmittedTask).task_id;
+      for (let i = 0; i < 3; i += 1) await s.runtime.runOnce(s.clock.advance(5));
+      const row = await s.runtime.service.getTask(taskId, "bob");
+      expect(row?.status).toBe("completed");
+      expect(row?.result).toMatchObject({ label: "s", pid, step: 3 });
+      expect((await s.runtime.service.getTask(httpTask, "bob"))?.status).toBe("completed");
+
+      const rows = await storedRows(s.dbPath);
+      const driverData = (id: string) => JSON.parse(String(rows.find((r) => r.id === id)!.driver_data)) as Record<string, unknown>;
+      expect(driverData(taskId)).toEqual(TOOLSET);
+      expect(driverData(httpTask)).toEqual(TOOLSET);
+    } finally {
+      await http.close();
+    }
+  });
+});
