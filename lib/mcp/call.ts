@@ -9,14 +9,15 @@ import type { Redactor } from "../shared/redact";
 import { CallSecrets } from "./call-secrets";
 import { scrubOutcome } from "./scrub-outcome";
 import { initTimeoutMs } from "./discovery";
-import { Deadline, DeadlineExceededError, secondsText, type DeadlineLimits } from "../shared/deadline";
+import { DeadlineExceededError, secondsText } from "../shared/deadline";
+import { CallDeadline } from "./call-deadline";
 import { isOwnText, McpToolCallError, messageWithCause, ownText, systemErrorText, ToolkitClosedError } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
 import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
-import { changedFiles, type WorkspaceSnapshot } from "../sessions/changes";
+import { changedFiles, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { isUnauthorized } from "../shared/unauthorized";
@@ -173,7 +174,8 @@ function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string 
 
 /**
  * The `tools/call` itself, under the call's deadline. The SDK request stops at once when the deadline's signal
- * aborts, so the deadline needs no promise of its own; the reason it stopped replaces the SDK's wrapped error.
+ * aborts, so the deadline needs no promise of its own; the reason it stopped replaces the SDK's wrapped error. The
+ * answer restarts the deadline's count: what remains (the walk, the interceptors after `next`) gets a full one.
  *
  * Everything is set up before the request is written: work done after the write, before the event loop blocks,
  * delayed a stdio answer by about twice its own time (the redactor's ~6 µs cost ~12 µs there; bench/stdio-phases.ts).
@@ -185,14 +187,12 @@ async function callWithDeadline(
   stdio: boolean,
   record: McpToolRecord,
   runtime: ToolRuntime | undefined,
-  signal: AbortSignal | undefined,
   secrets: CallSecrets,
-  limits: DeadlineLimits,
+  deadline: CallDeadline,
 ): Promise<CallToolResult> {
-  const deadline = new Deadline(limits, signal);
   const writer = runtime?.writer ?? undefined;
   let progress: ProgressRegistration | undefined;
-  if (writer || limits.timeoutMs !== null) {
+  if (writer || deadline.counts) {
     const toolCallId = toolCallIdOf(runtime);
     progress = session.progress.register((p: Progress) => {
       deadline.extend();
@@ -227,13 +227,16 @@ async function callWithDeadline(
   // The redactor is ready before anything the server sends back (log lines, progress, the result) can be read.
   if (stdio) secrets.noteRemembered(session.rememberSecrets(secrets.values()));
   secrets.redactor();
+  deadline.beginSend();
   try {
-    return (await session.client.callTool(params, undefined, { signal: deadline.signal, timeout: MAX_TIMER_MS })) as CallToolResult;
+    const result = (await session.client.callTool(params, undefined, { signal: deadline.signal, timeout: MAX_TIMER_MS })) as CallToolResult;
+    deadline.extend();
+    return result;
   } catch (err) {
     throw deadline.reason ?? err;
   } finally {
+    deadline.endSend();
     progress?.done();
-    deadline.dispose();
     // Another call on this child, started meanwhile, may have sent it secrets this answer (or error) quotes.
     if (stdio) noteRememberedNow(session, secrets);
   }
@@ -262,14 +265,19 @@ function sendToServer(
   signal: AbortSignal | undefined,
   secrets: CallSecrets,
   workspace: CallWorkspace,
+  deadline: CallDeadline,
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
+    // An attempt after the call's deadline ran out (an interceptor retrying, or still running after the call ended).
+    const stopped = deadline.reason;
+    if (stopped !== undefined) throw stopped instanceof DeadlineExceededError ? ownText(new McpToolCallError(timeoutText(record, stopped))) : stopped;
     // The pool keys sessions by this name: another server's would be given this server's session (or child) for good.
     if (request.serverName !== record.server) throw ownText(new McpToolCallError(otherServerText(record)));
     let { server, pool, outputs } = target;
     if (pool.isRetired && target.successor) {
       // The tools reloaded while the interceptors ran: nothing was sent yet, so the call may go to the new sessions.
-      const next = await target.successor();
+      deadline.beginStart();
+      const next = await target.successor().finally(() => deadline.endStart());
       if (next === "unloadable") throw ownText(new McpToolCallError(unloadableText(record)));
       if (!next) throw ownText(new McpToolCallError(reconfiguredText(record)));
       ({ server, pool, outputs } = next);
@@ -287,6 +295,7 @@ function sendToServer(
     if (lease === undefined) {
       acquiring.initTimeoutMs = initTimeoutMs(server);
       acquiring.signal = signal;
+      deadline.beginStart();
       try {
         lease = await pool.acquire(request.serverName, server, acquiring).catch((err: unknown) => {
           // The server forgot the new session before its handshake ended: nothing of the call was sent, so it starts
@@ -298,28 +307,35 @@ function sendToServer(
         if (pool.isClosed && !signal?.aborted) throw new ToolkitClosedError();
         if (err instanceof DeadlineExceededError && !signal?.aborted) throw ownText(new McpToolCallError(initTimeoutText(record, err)));
         throw err;
+      } finally {
+        deadline.endStart();
       }
       if (pool.isRetired && target.successor) {
         // The tools reloaded while the session started: nothing was sent yet, so the call goes where it would have
         // gone had the reload come first (the retired pool closes the new session once released).
         lease.release();
-        return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace)(request);
+        return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace, deadline)(request);
       }
     }
     target.onSession?.(lease.session);
-    const limits = callDeadlineLimits(server);
     const { paths, scanner } = lease.session;
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
-      if (scanner && workspace.before === undefined) workspace.before = scanner.snapshotInPlace() ?? (await scanner.snapshotLarge());
+      if (scanner && workspace.before === undefined) {
+        const walked = scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline));
+        if (walked === undefined) workspace.walkCut = true;
+        workspace.before = walked ?? null;
+      }
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
-      const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, signal, secrets, limits);
+      const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline);
       const broken = outputs?.violation(request.toolName, result);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
       if (paths && scanner) {
-        const changed = changedFiles(before, scanner.snapshotInPlace() ?? (await scanner.snapshotLarge()));
+        const after = workspace.walkCut ? undefined : (scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline)));
+        if (after === undefined) workspace.walkCut = true;
+        const changed = after === undefined ? [] : changedFiles(before, after);
         // Resolved here only when the call changed files (translation resolves it otherwise).
         const root = changed.length > 0 ? await userDataRoot(paths.userData) : undefined;
         workspace.context = {
@@ -401,8 +417,13 @@ function toToolOutput(
   toolCallId: string | undefined,
   maxResultChars: number,
   context: PathContext | undefined,
+  walkCut: boolean | undefined,
 ): unknown {
   const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), context), maxResultChars);
+  if (walkCut) {
+    const note = converted.artifact?.note;
+    converted.artifact = { ...converted.artifact, note: note === undefined ? WALK_CUT_NOTE : `${note}; ${WALK_CUT_NOTE}` };
+  }
   const content = converted.content;
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
@@ -420,8 +441,33 @@ function toToolOutput(
 /** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
 export interface CallWorkspace {
   context?: PathContext;
-  /** The workspace before the call's first attempt (`null`: too large to list). */
+  /** The workspace before the call's first attempt (`null`: too large to list, or the walk was cut). */
   before?: WorkspaceSnapshot;
+  /** A walk before or after the call did not finish within `tool_call_timeout`: the changes are not listed. */
+  walkCut?: boolean;
+}
+
+const WALK_CUT_NOTE = "workspace_changes not listed: the workspace walk did not finish within tool_call_timeout";
+
+/**
+ * A walk off the event loop that the call's deadline may cut: `undefined` when it did (the walk goes on unseen, as a
+ * file system call cannot be taken back). A slow walk (a hung network file system) costs the listing, not the call.
+ */
+function walkLarge(scanner: WorkspaceScanner, deadline: CallDeadline): Promise<WorkspaceSnapshot | undefined> {
+  return new Promise((resolve, reject) => {
+    const cut = () => resolve(undefined);
+    deadline.walking(cut);
+    scanner.snapshotLarge().then(
+      (snapshot) => {
+        deadline.walked(cut);
+        resolve(snapshot);
+      },
+      (err: unknown) => {
+        deadline.walked(cut);
+        reject(err);
+      },
+    );
+  });
 }
 
 /**
@@ -471,7 +517,7 @@ export async function runToolCall(
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
     // An interceptor's ToolMessage or Command is the tool's output as it is.
     if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context);
+    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context, workspace.walkCut);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
@@ -507,12 +553,19 @@ export async function runDirectCall(
     headers: opts.headers,
     runtime,
   });
+  let deadline: CallDeadline | undefined;
   try {
-    const chain = composeInterceptors(
-      opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
-      sendToServer(target, record, runtime, signal, secrets, workspace),
-    );
-    let outcome = await chain(request);
+    // One promise, settled by the chain or by the call's deadline (or the run's cancellation), whichever comes first:
+    // an interceptor that never settles cannot hold the tool node, and what it does later goes nowhere.
+    let outcome = await new Promise<McpCallOutcome>((resolve, reject) => {
+      const bound = (deadline = new CallDeadline(callDeadlineLimits(target.server), signal, reject));
+      if (bound.hasStopped) return;
+      const chain = composeInterceptors(
+        opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
+        sendToServer(target, record, runtime, signal, secrets, workspace, bound),
+      );
+      Promise.resolve(chain(request)).then(resolve, reject);
+    });
     // An interceptor's ToolMessage or Command is not a result: not translated.
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome)) {
       // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
@@ -526,8 +579,11 @@ export async function runDirectCall(
     if (isGraphBubbleUp(err) || err instanceof ToolkitClosedError) throw err;
     // A cancelled run ends with its own reason: an error that raced the abort may quote what the call carried.
     if (signal?.aborted) throw signal.reason;
+    // The deadline ran out while no request was in flight (an interceptor, before or after `next`).
+    if (err instanceof DeadlineExceededError) throw ownText(new McpToolCallError(timeoutText(record, err)));
     throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));
   } finally {
+    deadline?.dispose();
     // Also after a failure: the request may have reached the server.
     carried?.(secrets.values());
   }

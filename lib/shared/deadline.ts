@@ -94,10 +94,11 @@ export function withDeadline<T>(
  * failure, `reason` tells whether the deadline or `outer` caused it. `dispose()` once the work settled.
  */
 export class Deadline {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout | undefined;
+  protected readonly controller = new AbortController();
+  protected readonly timer: NodeJS.Timeout | undefined;
   private readonly totalTimer: NodeJS.Timeout | undefined;
   private readonly unsubscribe: (() => void) | undefined;
+  private stopped = false;
 
   constructor(
     limits: DeadlineLimits,
@@ -106,7 +107,7 @@ export class Deadline {
   ) {
     const { timeoutMs } = limits;
     const maxTotalMs = limits.maxTotalMs ?? null;
-    if (timeoutMs !== null) this.timer = setClampedTimeout(() => this.stop(new DeadlineExceededError(timeoutMs, "timeout")), timeoutMs);
+    if (timeoutMs !== null) this.timer = setClampedTimeout(() => this.expire(timeoutMs), timeoutMs);
     if (maxTotalMs !== null) {
       this.totalTimer = setClampedTimeout(() => this.stop(new DeadlineExceededError(maxTotalMs, "maxTotal")), maxTotalMs);
     }
@@ -123,6 +124,11 @@ export class Deadline {
     return this.controller.signal.aborted ? this.controller.signal.reason : undefined;
   }
 
+  /** Whether the deadline ended the work (`onStop` heard it). */
+  get hasStopped(): boolean {
+    return this.stopped;
+  }
+
   /** Restarts the `timeoutMs` count (not the total one). */
   extend(): void {
     if (!this.controller.signal.aborted) this.timer?.refresh();
@@ -134,9 +140,16 @@ export class Deadline {
     this.unsubscribe?.();
   }
 
-  private stop(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
-    this.controller.abort(reason);
+  /** The `timeoutMs` count ran out. */
+  protected expire(timeoutMs: number): void {
+    this.stop(new DeadlineExceededError(timeoutMs, "timeout"));
+  }
+
+  /** Ends the work (its signal aborts unless it already did) and tells `onStop`, once. May run inside the constructor. */
+  protected stop(reason: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
     this.dispose();
     this.onStop?.(reason);
   }
