@@ -17,7 +17,8 @@ import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProce
 import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
-import { WorkspaceSecrets } from "./workspace-secrets";
+import { removeThreadSkeleton, threadFolderRemoval } from "./thread-folders";
+import { WorkspaceSecrets, workspaceSessionCount } from "./workspace-secrets";
 
 export interface McpSession {
   readonly serverName: string;
@@ -79,6 +80,11 @@ interface Entry {
   readonly paths?: ThreadPaths;
   /** What the sessions sharing `paths`' workspace were sent, until this session is gone. */
   workspace?: WorkspaceSecrets;
+  /**
+   * stdio: every call so far came from a stateless run of the LangGraph server, whose thread the server deletes after
+   * the run (`SessionScope.temporary`): such a session is the first the bound closes.
+   */
+  temporary?: boolean;
   /** stdio: set once the child is spawned (its end, not the creation's, then ends the session). */
   childStarted?: boolean;
   /** Aborts a creation nobody waits for any more. */
@@ -230,6 +236,7 @@ export class SessionPool {
     }
     if (entry) {
       this.markNewest(entry);
+      if (entry.temporary && !opts.scope?.temporary) entry.temporary = false;
     } else {
       // Room is made (a stdio child evicted, an idle HTTP/SSE session closed) only once the new session is up, in
       // `connect`: a creation that fails or is cancelled costs no other scope or header set its session.
@@ -264,6 +271,7 @@ export class SessionPool {
     const entry = this.entries.get(key);
     if (!entry?.session || entry.exited?.()) return undefined;
     this.markNewest(entry);
+    if (entry.temporary && !opts.scope?.temporary) entry.temporary = false;
     entry.inFlight += 1;
     return this.lease(entry, entry.session);
   }
@@ -312,10 +320,11 @@ export class SessionPool {
   }
 
   /**
-   * Closes the least recently used stdio children while there are more than the bound. Idle ones go first, then
-   * those in the middle of a call (a browser on a long task), closed after their calls (they leave the pool at once,
-   * so their scope's next call starts a new child), and last those holding pending durable tasks: a server that keeps
-   * its jobs in the process does not know them in a new child.
+   * Closes the least recently used stdio children while there are more than the bound. Idle ones of stateless runs'
+   * temporary threads go first (the server deleted their thread once the run ended, so none will call them again), then
+   * the other idle ones, then those in the middle of a call (a browser on a long task), closed after their calls (they
+   * leave the pool at once, so their scope's next call starts a new child), and last those holding pending durable
+   * tasks: a server that keeps its jobs in the process does not know them in a new child.
    */
   private evictStdio(): void {
     if (this.stdioCount <= this.maxStdioSessions) return;
@@ -323,8 +332,7 @@ export class SessionPool {
     // scope its child (each makes room for itself once it is up).
     let connected = 0;
     for (const entry of this.entries.values()) if (!entry.closesWhenIdle && entry.session) connected += 1;
-    // Ranks: 0 idle, 1 busy, 2 idle with pending tasks, 3 busy with pending tasks.
-    for (let rank = 0; rank < 4; rank += 1) {
+    for (let rank = 0; rank <= LAST_EVICTION_RANK; rank += 1) {
       // Deleting the entry being visited (drain) does not disturb a Map's iteration.
       for (const entry of this.entries.values()) {
         if (connected <= this.maxStdioSessions) return;
@@ -403,6 +411,7 @@ export class SessionPool {
       closesWhenIdle: !stdio,
       ...(stdio ? { tag: newSessionTag() } : {}),
       ...(paths ? { paths, workspace: WorkspaceSecrets.join(paths.workspace) } : {}),
+      ...(stdio && opts.scope?.temporary ? { temporary: true } : {}),
       inFlight: 0,
       closing: false,
       secrets: new Set(),
@@ -439,6 +448,9 @@ export class SessionPool {
     const progress = new ProgressRouter(client);
     let tmpProblem: string | null = null;
     try {
+      // A session of the thread that just left may be removing its empty folder: it is created again after that.
+      const removal = paths && threadFolderRemoval(paths);
+      if (removal) await removal;
       if (paths) tmpProblem = await ensureThreadPaths(paths);
     } catch (err) {
       this.forget(entry);
@@ -699,12 +711,20 @@ export class SessionPool {
     return entry.leftoversEnded;
   }
 
-  /** Once nothing of the session runs any more, it stops adding what it was sent to its workspace's secrets. */
+  /**
+   * Once nothing of the session runs any more, it stops adding what it was sent to its workspace's secrets; the last
+   * session of the thread in this process to leave removes the thread's folder if it is still the empty skeleton the
+   * harness created (see `removeThreadSkeleton`), so threads that are gone (a stateless run's, one deleted through the
+   * API) leave no folder behind unless their tools wrote something there.
+   */
   private leaveWorkspace(entry: Entry): void {
     const workspace = entry.workspace;
     if (workspace === undefined) return;
     entry.workspace = undefined;
     workspace.leave(entry.secrets);
+    const paths = entry.paths;
+    if (paths === undefined) return;
+    void this.track(removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0).then(() => undefined));
   }
 
   /** What the session of `entry` remembers: its workspace's secrets, else its own (the same array until it changes). */
@@ -725,10 +745,17 @@ export class SessionPool {
   }
 }
 
-/** Eviction order among the LRU candidates: idle, busy, idle holding pending tasks, busy holding them. */
+/**
+ * Eviction order among the LRU candidates: 0 idle of a temporary thread, 1 idle, 2 busy, 3 idle holding pending
+ * durable tasks, 4 busy holding them.
+ */
 function evictionRank(entry: Entry): number {
-  return ((entry.tasks?.size ?? 0) > 0 ? 2 : 0) + (entry.inFlight > 0 ? 1 : 0);
+  if ((entry.tasks?.size ?? 0) > 0) return entry.inFlight > 0 ? 4 : 3;
+  if (entry.inFlight > 0) return 2;
+  return entry.temporary ? 0 : 1;
 }
+
+const LAST_EVICTION_RANK = 4;
 
 const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();
 
