@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import type { TaskRuntime } from "../../lib/tasks";
 import type { FileNotifierLine, TaskWorkerTickReport } from "../../lib/worker";
-import { startHttpFixture, TaskBoard } from "../fixtures";
+import { startHttpFixture, stdioFixture, TaskBoard } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { writeConfig } from "../fixtures/config";
 import { startWorkerChild, type WorkerChild } from "../worker/cli-child";
@@ -64,6 +64,32 @@ describe("in process", () => {
     expect(stdout).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z {2}claimed 1, applied 1$/)]);
     expect(stderr[0]).toMatch(/^mcp-harness worker: ticking every 0\.02s as .+ on sqlite; task servers: jobs; notifier: none \(events stay pending\)$/);
     expect(stderr.at(-1)).toMatch(/^mcp-harness worker: stopped after \d+ ticks$/);
+  });
+
+  test("a stdio task server gets one warning at startup: this worker polls its tasks in children of its own", async () => {
+    const s = await setup();
+    const toolset = { name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+    const both = await writeConfig(
+      s.dir,
+      {
+        mcpTasks: { enabled: true },
+        mcpServers: {
+          jobs: { type: "http", url: http.url, task_toolsets: [toolset] },
+          local: { type: "stdio", ...stdioFixture({ name: "local", tasks: true }), task_toolsets: [toolset] },
+        },
+      },
+      "both.json",
+    );
+    const stop = new AbortController();
+    stop.abort();
+    const stderr: string[] = [];
+    const io: CliIo = { out: () => undefined, err: (t) => stderr.push(t), env: { MCP_HARNESS_DATABASE_URL: s.databaseUrl, MCP_HARNESS_DATA_DIR: s.dir }, cwd: s.dir, stopSignal: stop.signal };
+    expect(await runCli(["worker", both], io)).toBe(0);
+    expect(stderr.filter((line) => line.startsWith("warning: "))).toEqual([
+      "warning: MCP task server 'local' runs over stdio: this worker polls its tasks in children of its own, which know only " +
+        "the jobs a server keeps outside its process; for a server that keeps them in its process, poll in the agent's " +
+        "process (startTaskWorker)",
+    ]);
   });
 
   test("usage and config errors: a bad interval is exit 2; tasks disabled or an unknown notifier say so", async () => {

@@ -88,6 +88,13 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
       `mcp-harness worker: ticking every ${seconds}s as ${runtime.service.leaseOwner} on ${runtime.store.dialect}; ` +
         `task servers: ${runtime.taskServers.join(", ") || "none"}; notifier: ${description}`,
     );
+    for (const name of runtime.stdioTaskServers) {
+      logger.warn(
+        `MCP task server '${name}' runs over stdio: this worker polls its tasks in children of its own, which know only ` +
+          "the jobs a server keeps outside its process; for a server that keeps them in its process, poll in the agent's " +
+          "process (startTaskWorker)",
+      );
+    }
     const worker = startTaskWorker({
       runtime,
       intervalMs: seconds * 1000,

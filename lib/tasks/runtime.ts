@@ -81,6 +81,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
   readonly settings: McpTasksSettings;
   readonly drivers: McpTaskDriverRegistry;
   readonly #frozen: ReadonlyMap<string, string>;
+  readonly #stdioServers: readonly string[];
   readonly #wrapper: TaskToolWrapper;
   readonly #options: TaskRuntimeOptions;
   readonly #ownsStore: boolean;
@@ -99,6 +100,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
     this.#ownsStore = options.ownsStore;
     this.settings = config.mcpTasks;
     this.#frozen = frozenTaskServers(config);
+    this.#stdioServers = this.taskServers.filter((name) => config.mcpServers[name]!.type === "stdio");
     const logger = options.logger ?? consoleLogger;
     this.drivers = new McpTaskDriverRegistry();
     this.drivers.register(ORDINARY_MCP_TASK_DRIVER, new OrdinaryToolsDriver(this.caller()));
@@ -122,6 +124,11 @@ export class TaskRuntime implements ToolkitTaskHooks {
   /** Task servers of the startup config (enabled ones with `task_toolsets`), sorted. */
   get taskServers(): string[] {
     return [...this.#frozen.keys()];
+  }
+
+  /** The task servers among `taskServers` that run over stdio: their polls run in children of this process. */
+  get stdioTaskServers(): readonly string[] {
+    return this.#stdioServers;
   }
 
   /** The toolkit the runtime's own calls go through: the one that attached, else one of its own. */
