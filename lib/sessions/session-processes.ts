@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
 import { readdir, readFile, readlink } from "node:fs/promises";
+import { freshRuns } from "../shared/fresh-runs";
 import type { Logger } from "../shared/logger";
 
 /**
@@ -87,7 +88,8 @@ interface ProcInfo extends ProcStat {
   readonly tag: string | undefined | null;
 }
 
-async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+/** `work` over `items`, READ_BATCH at a time (a /proc scan opens no more files at once). */
+export async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
   for (let i = 0; i < items.length; i += READ_BATCH) results.push(...(await Promise.all(items.slice(i, i + READ_BATCH).map(work))));
   return results;
@@ -148,33 +150,8 @@ async function scan(): Promise<ProcInfo[]> {
   return live.map((info, i) => ({ ...info, tag: tags[i] }));
 }
 
-let running: Promise<ProcInfo[]> | undefined;
-let next: Promise<ProcInfo[]> | undefined;
-
-/**
- * A scan of /proc that starts after this call. Callers that ask while one runs share the one after it (closing 256
- * sessions at once reads /proc twice, not 256 times), and none gets a scan older than its question.
- */
-function freshScan(): Promise<ProcInfo[]> {
-  if (!running) {
-    running = scan();
-    const done = () => {
-      running = undefined;
-    };
-    running.then(done, done);
-    return running;
-  }
-  next ??= running
-    .then(
-      () => undefined,
-      () => undefined,
-    )
-    .then(() => {
-      next = undefined;
-      return freshScan();
-    });
-  return next;
-}
+/** A scan of /proc that starts after this call (see `freshRuns`): closing 256 sessions at once reads /proc twice. */
+const freshScan = freshRuns(scan);
 
 /**
  * The processes carrying `tag` and their descendants, except those whose environment names another session. `child`

@@ -1,5 +1,7 @@
-import { lstat, readdir, readlink, rmdir } from "node:fs/promises";
+import { lstat, readdir, readFile, readlink, realpath, rmdir } from "node:fs/promises";
 import * as nodePath from "node:path";
+import { freshRuns } from "../shared/fresh-runs";
+import { inBatches } from "./session-processes";
 import type { ThreadPaths } from "./workspace";
 
 /**
@@ -49,10 +51,13 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean):
 async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boolean> {
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
   const present: string[] = [];
+  const uid = process.geteuid?.();
   for (const [index, dir] of chain.entries()) {
     const info = await lstat(dir).catch(() => undefined);
     // lstat: a symbolic link (or a file) anywhere is not what the harness created, and is never followed.
     if (info === undefined || info.isSymbolicLink() || !info.isDirectory()) return false;
+    // Another user's folder is not one this process created, and that user's processes may be hidden from /proc here.
+    if (uid !== undefined && info.uid !== uid) return false;
     present.push(dir);
     const names = await readdir(dir);
     if (names.length === 0) break;
@@ -60,8 +65,10 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boo
     if (next === undefined || names.length > 1 || names[0] !== nodePath.basename(next)) return false;
   }
   // A process running in the folder (a child of another host process sharing the data dir, a process a server left
-  // that kept its cwd) may still write there.
-  if (await someProcessIn(folder)) return false;
+  // that kept its cwd, one given its temp folder) may still write there. The kernel names a working directory by its
+  // real path: a data dir reached through a link is compared as that.
+  const real = await realpath(folder).catch(() => undefined);
+  if (real === undefined || (await someProcessIn(real))) return false;
   for (const dir of present.reverse()) {
     try {
       await rmdir(dir);
@@ -74,18 +81,52 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boo
 }
 
 const PROC = "/proc";
-const READ_BATCH = 64;
 
-/** Whether a process this one may inspect has its working directory in `folder` (Linux; elsewhere: none found). */
+/**
+ * Whether a process this one may inspect works in `folder` (a real path): its working directory is there, or its temp
+ * folder (TMPDIR, TMP or TEMP: a child of a server whose operator set `cwd` keeps the thread's `.mcp/tmp`). Linux;
+ * elsewhere none is found.
+ */
 async function someProcessIn(folder: string): Promise<boolean> {
+  const inside = folder + nodePath.sep;
+  return (await freshPlaces()).some((place) => place === folder || place.startsWith(inside));
+}
+
+/** The variables a stdio child's temp folder is given in (see `stdioLaunch`). */
+const TEMP_KEYS = ["TMPDIR=", "TMP=", "TEMP="].map((key) => Buffer.from(key));
+
+/** The temp folders named in a process's environment (`/proc/<pid>/environ`), as given. */
+function tempFoldersIn(environ: Buffer, into: Set<string>): void {
+  for (const key of TEMP_KEYS) {
+    for (let at = environ.indexOf(key); at >= 0; at = environ.indexOf(key, at + 1)) {
+      if (at > 0 && environ[at - 1] !== 0) continue;
+      const end = environ.indexOf(0, at);
+      const value = environ.subarray(at + key.length, end < 0 ? environ.length : end).toString();
+      if (nodePath.isAbsolute(value)) into.add(value);
+      break;
+    }
+  }
+}
+
+/** The working directories and temp folders (real paths) of the processes this one may inspect. */
+async function scanPlaces(): Promise<string[]> {
   const pids = await readdir(PROC).then(
     (names) => names.filter((name) => /^[0-9]+$/.test(name)),
     () => [] as string[],
   );
-  const inside = folder + nodePath.sep;
-  for (let i = 0; i < pids.length; i += READ_BATCH) {
-    const cwds = await Promise.all(pids.slice(i, i + READ_BATCH).map((pid) => readlink(`${PROC}/${pid}/cwd`).catch(() => "")));
-    if (cwds.some((cwd) => cwd === folder || cwd.startsWith(inside))) return true;
-  }
-  return false;
+  const temps = new Set<string>();
+  const cwds = await inBatches(pids, async (pid) => {
+    const [cwd, environ] = await Promise.all([
+      readlink(`${PROC}/${pid}/cwd`).catch(() => ""),
+      readFile(`${PROC}/${pid}/environ`).catch(() => undefined),
+    ]);
+    if (environ !== undefined) tempFoldersIn(environ, temps);
+    return cwd;
+  });
+  // Spelled as each process was given them (a data dir through a link): compared as real paths. Few distinct ones.
+  const real = await inBatches([...temps], (dir) => realpath(dir).catch(() => nodePath.resolve(dir)));
+  return [...cwds.filter((cwd) => cwd !== ""), ...real];
 }
+
+/** A scan that starts after this call, shared by the removals that ask meanwhile (see `freshRuns`). */
+const freshPlaces = freshRuns(scanPlaces);

@@ -1,0 +1,156 @@
+/**
+ * What the removal of an empty thread folder must never take: a folder a process still works in when the data dir is
+ * reached through a symbolic link (the kernel names a process's cwd by its real path), a folder a process was given as
+ * its temp folder while it runs elsewhere (its server's operator set `cwd`), and folders another user owns (whose
+ * processes this one may not be able to see in /proc). And what it costs: closing many sessions at once reads /proc a
+ * few times, not once per thread.
+ */
+import { afterEach, describe, expect, jest, test } from "@jest/globals";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { chown, mkdir, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { McpServerSchema, RecordingLogger } from "../../lib";
+import { SessionPool } from "../../lib/sessions/pool";
+import { sessionScope } from "../../lib/sessions/scope";
+import { removeThreadSkeleton } from "../../lib/sessions/thread-folders";
+import { threadPaths } from "../../lib/sessions/workspace";
+import { EMPTY_HEADERS } from "../../lib/shared/headers";
+import { makeTempDir } from "../fixtures/config";
+import { stdioFixture } from "../fixtures/stdio";
+
+// Counts the reads of this process's own cwd link in /proc: each scan for processes working in a folder reads it once.
+const ownCwd = `/proc/${process.pid}/cwd`;
+let ownCwdReads = 0;
+jest.mock("node:fs/promises", () => {
+  const actual = jest.requireActual<typeof import("node:fs/promises")>("node:fs/promises");
+  const readlink = (target: unknown, ...rest: unknown[]): Promise<unknown> => {
+    if (target === ownCwd) ownCwdReads += 1;
+    return (actual.readlink as (...args: unknown[]) => Promise<unknown>)(target, ...rest);
+  };
+  return { ...actual, readlink };
+});
+
+const pools: SessionPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((p) => p.close()));
+});
+
+const launch = stdioFixture({ name: "local", toolNames: ["pid", "where"] });
+// The fixture runs under tsx, which keeps a compile cache in its TMPDIR: in the host's, the thread's temp folder stays empty.
+const server = McpServerSchema.parse({ type: "stdio", ...launch, env: { ...launch.env, TMPDIR: tmpdir() } });
+const scoped = (user: string, thread: string) => ({ headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope(user, thread) });
+const threadFolder = (dataDir: string, thread: string) => path.dirname(threadPaths(dataDir, thread).userData);
+
+function poolIn(dataDir: string): SessionPool {
+  const pool = new SessionPool(new RecordingLogger(), { dataDir });
+  pools.push(pool);
+  return pool;
+}
+
+async function startIn(pool: SessionPool, user: string, thread: string): Promise<number> {
+  const lease = await pool.acquire("local", server, scoped(user, thread));
+  lease.release();
+  return lease.session.pid!;
+}
+
+describe("the removal of an empty thread folder", () => {
+  test("keeps a folder a process works in when the data dir is reached through a symbolic link", async () => {
+    const real = await makeTempDir("mcp-folders-real-");
+    const linked = path.join(await makeTempDir("mcp-folders-link-"), "data");
+    await symlink(real, linked);
+    const pool = poolIn(linked);
+    await startIn(pool, "u", "busy");
+    // A process of another host sharing the data dir (or one a server left) works in the thread's workspace.
+    const busy = spawn("sleep", ["600"], { cwd: threadPaths(real, "busy").workspace, stdio: "ignore" });
+    await new Promise((resolve) => busy.once("spawn", resolve));
+    try {
+      await pool.close();
+      expect(existsSync(threadPaths(real, "busy").tmp)).toBe(true);
+    } finally {
+      busy.kill("SIGKILL");
+    }
+  });
+
+  test("another pool of the process reaching the data dir by another path keeps the folder while its session runs there", async () => {
+    const real = await makeTempDir("mcp-folders-two-");
+    const linked = path.join(await makeTempDir("mcp-folders-two-link-"), "data");
+    await symlink(real, linked);
+    const byLink = poolIn(linked);
+    const byPath = poolIn(real);
+    await startIn(byLink, "ann", "shared");
+    await startIn(byPath, "bob", "shared");
+    await byLink.close();
+    // Bob's child still runs in the folder (its cwd).
+    expect(existsSync(threadPaths(real, "shared").tmp)).toBe(true);
+  });
+
+  test("never removes folders another user owns (whose processes this one may not see)", async () => {
+    if (process.geteuid?.() !== 0) return; // chown to another user needs root
+    const dataDir = await makeTempDir("mcp-folders-owner-");
+    const paths = threadPaths(dataDir, "theirs");
+    await mkdir(paths.tmp, { recursive: true });
+    for (const dir of [threadFolder(dataDir, "theirs"), paths.userData, paths.workspace, path.dirname(paths.tmp), paths.tmp]) await chown(dir, 54321, 54321);
+    expect(await removeThreadSkeleton(paths, () => true)).toBe(false);
+    expect(existsSync(paths.tmp)).toBe(true);
+    // Only the innermost level another user's: the chain is not what this process created either.
+    const mixed = threadPaths(dataDir, "mixed");
+    await mkdir(mixed.tmp, { recursive: true });
+    await chown(mixed.tmp, 54321, 54321);
+    expect(await removeThreadSkeleton(mixed, () => true)).toBe(false);
+    expect(existsSync(mixed.tmp)).toBe(true);
+  });
+});
+
+describe("closing many sessions at once", () => {
+  test("reads the working directories in /proc a few times, not once per thread", async () => {
+    const dataDir = await makeTempDir("mcp-folders-cost-");
+    const pool = poolIn(dataDir);
+    const threads = Array.from({ length: 12 }, (_, i) => `t-${i}`);
+    await Promise.all(threads.map((thread) => startIn(pool, "u", thread)));
+    const before = ownCwdReads;
+    await pool.close();
+    expect(threads.filter((thread) => existsSync(threadFolder(dataDir, thread)))).toEqual([]);
+    const scans = ownCwdReads - before;
+    expect(scans).toBeGreaterThan(0);
+    // One per thread before; the closes share their scans of /proc for leftover processes, and so end close together.
+    expect(scans).toBeLessThanOrEqual(threads.length / 2);
+  });
+});
+
+describe("a process whose temp folder is the thread's (its server's operator set cwd)", () => {
+  const SH_SERVER = path.join(__dirname, "..", "fixtures", "sh-server.sh");
+
+  test("keeps the folder: a child of another host sharing the data dir", async () => {
+    const dataDir = await makeTempDir("mcp-folders-tmp-");
+    const elsewhere = await makeTempDir("mcp-folders-cwd-");
+    const pool = poolIn(dataDir);
+    await startIn(pool, "u", "t");
+    const paths = threadPaths(dataDir, "t");
+    const other = spawn("sleep", ["600"], { cwd: elsewhere, env: { ...process.env, TMPDIR: paths.tmp }, stdio: "ignore" });
+    await new Promise((resolve) => other.once("spawn", resolve));
+    try {
+      await pool.close();
+      expect(existsSync(paths.tmp)).toBe(true);
+    } finally {
+      other.kill("SIGKILL");
+    }
+  });
+
+  test("keeps the folder: a session of another pool of the process reaching the data dir through a link", async () => {
+    const real = await makeTempDir("mcp-folders-tmp2-");
+    const linked = path.join(await makeTempDir("mcp-folders-tmp2-link-"), "data");
+    await symlink(real, linked);
+    const elsewhere = await makeTempDir("mcp-folders-cwd2-");
+    const byPath = poolIn(real);
+    const byLink = poolIn(linked);
+    await startIn(byPath, "ann", "shared");
+    const sh = McpServerSchema.parse({ type: "stdio", command: "bash", args: [SH_SERVER], cwd: elsewhere });
+    const lease = await byLink.acquire("sh", sh, scoped("bob", "shared"));
+    lease.release();
+    await byPath.close();
+    // Bob's child runs elsewhere with the thread's `.mcp/tmp` (through the link) as its temp folder.
+    expect(existsSync(threadPaths(real, "shared").tmp)).toBe(true);
+  });
+});
