@@ -227,10 +227,10 @@ async function callWithDeadline(
   // The redactor is ready before anything the server sends back (log lines, progress, the result) can be read.
   if (stdio) secrets.noteRemembered(session.rememberSecrets(secrets.values()));
   secrets.redactor();
-  deadline.beginSend();
+  const signal = deadline.beginSend();
   try {
-    const result = (await session.client.callTool(params, undefined, { signal: deadline.signal, timeout: MAX_TIMER_MS })) as CallToolResult;
-    deadline.extend();
+    const result = (await session.client.callTool(params, undefined, { signal, timeout: MAX_TIMER_MS })) as CallToolResult;
+    deadline.answer();
     return result;
   } catch (err) {
     throw deadline.reason ?? err;

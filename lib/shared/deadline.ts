@@ -111,7 +111,7 @@ export class Deadline {
     if (maxTotalMs !== null) {
       this.totalTimer = setClampedTimeout(() => this.stop(new DeadlineExceededError(maxTotalMs, "maxTotal")), maxTotalMs);
     }
-    if (outer) this.unsubscribe = onAbort(outer, () => this.stop(outer.reason));
+    if (outer) this.unsubscribe = onAbort(outer, () => this.cancelled(outer.reason));
   }
 
   /** The signal to hand the work; never `outer` itself (see `withDeadline`). */
@@ -143,6 +143,11 @@ export class Deadline {
   /** The `timeoutMs` count ran out. */
   protected expire(timeoutMs: number): void {
     this.stop(new DeadlineExceededError(timeoutMs, "timeout"));
+  }
+
+  /** `outer` aborted. May run inside the constructor. */
+  protected cancelled(reason: unknown): void {
+    this.stop(reason);
   }
 
   /** Ends the work (its signal aborts unless it already did) and tells `onStop`, once. May run inside the constructor. */
