@@ -17,11 +17,11 @@ import { composeInterceptors, McpToolCallRequest, type McpCallOutcome, type McpT
 import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
-import { changedFiles, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
+import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { isUnauthorized } from "../shared/unauthorized";
-import { mayTranslatePaths, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import { pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
@@ -324,6 +324,7 @@ function sendToServer(
       if (scanner && workspace.before === undefined) {
         const walked = scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline));
         if (walked === undefined) workspace.walkCut = true;
+        else if (walked === null) workspace.tooLarge = true;
         workspace.before = walked ?? null;
       }
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
@@ -335,6 +336,7 @@ function sendToServer(
       if (paths && scanner) {
         const after = workspace.walkCut ? undefined : (scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline)));
         if (after === undefined) workspace.walkCut = true;
+        else if (after === null) workspace.tooLarge = true;
         const changed = after === undefined ? [] : changedFiles(before, after);
         // Resolved here only when the call changed files (translation resolves it otherwise).
         const root = changed.length > 0 ? await userDataRoot(paths.userData) : undefined;
@@ -416,13 +418,13 @@ function toToolOutput(
   visibleName: string,
   toolCallId: string | undefined,
   maxResultChars: number,
-  context: PathContext | undefined,
-  walkCut: boolean | undefined,
+  workspace: CallWorkspace,
 ): unknown {
-  const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), context), maxResultChars);
-  if (walkCut) {
+  const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), workspace.context), maxResultChars);
+  const unlisted = workspace.walkCut ? WALK_CUT_NOTE : workspace.tooLarge ? TOO_LARGE_NOTE : undefined;
+  if (unlisted !== undefined) {
     const note = converted.artifact?.note;
-    converted.artifact = { ...converted.artifact, note: note === undefined ? WALK_CUT_NOTE : `${note}; ${WALK_CUT_NOTE}` };
+    converted.artifact = { ...converted.artifact, note: note === undefined ? unlisted : `${note}; ${unlisted}` };
   }
   const content = converted.content;
   if (toolCallId === undefined) {
@@ -445,9 +447,12 @@ export interface CallWorkspace {
   before?: WorkspaceSnapshot;
   /** A walk before or after the call did not finish within `tool_call_timeout`: the changes are not listed. */
   walkCut?: boolean;
+  /** The workspace had more than `MAX_SNAPSHOT_ENTRIES` entries before or after the call: the changes are not listed. */
+  tooLarge?: boolean;
 }
 
 const WALK_CUT_NOTE = "workspace_changes not listed: the workspace walk did not finish within tool_call_timeout";
+const TOO_LARGE_NOTE = `workspace_changes not listed: the workspace has more than ${MAX_SNAPSHOT_ENTRIES} entries`;
 
 /**
  * A walk off the event loop that the call's deadline may cut: `undefined` when it did (the walk goes on unseen, as a
@@ -480,7 +485,10 @@ function withTranslatedPaths(
   protocolFields: readonly string[],
 ): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
-  return context && mayTranslatePaths(result, context, protocolFields) ? translateResultPaths(result, context, protocolFields) : result;
+  if (!context) return result;
+  // Found once: the usual result, naming no path, skips the file system and a promise.
+  const references = pathReferences(result, protocolFields);
+  return context.changed.length > 0 || references.size > 0 ? translateResultPaths(result, context, protocolFields, references) : result;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
@@ -517,7 +525,7 @@ export async function runToolCall(
     const outcome = await runDirectCall(target, record, args, runtime, runtime?.signal, opts, workspace);
     // An interceptor's ToolMessage or Command is the tool's output as it is.
     if (isCommand(outcome) || ToolMessage.isInstance(outcome)) return outcome;
-    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace.context, workspace.walkCut);
+    return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
     const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());

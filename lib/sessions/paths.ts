@@ -183,9 +183,13 @@ type Content = CallToolResult["content"][number];
  * becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
  * unchanged; nothing is copied. The top-level `structuredContent` keys in `keep` (a task's id) stay as they are.
  */
-export async function translateResultPaths(result: CallToolResult, ctx: PathContext, keep: readonly string[] = []): Promise<CallToolResult> {
+export async function translateResultPaths(
+  result: CallToolResult,
+  ctx: PathContext,
+  keep: readonly string[] = [],
+  references: ReadonlySet<string> = pathReferences(result, keep),
+): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
-  const references = resultReferences(result, keep);
   if (references.size === 0 && ctx.changed.length === 0) return result;
   const root = ctx.root !== undefined ? ctx.root : await userDataRoot(ctx.userData);
   if (root === null) return result;
@@ -202,12 +206,12 @@ export async function translateResultPaths(result: CallToolResult, ctx: PathCont
   const refused = new Set<string>();
   await Promise.all(
     (await likelyFirst(others, ctx, root)).slice(0, MAX_REFERENCES).map(async (reference) => {
-      const mapped = await toVirtualPath(reference, ctx.cwd, root);
+      const mapped = await toVirtualPath(reference, ctx.cwd, ctx.userData, root);
       if (mapped === null) refused.add(reference);
       else if (mapped !== MISSING && ctx.scrub(mapped) === mapped) virtual.set(reference, mapped);
     }),
   );
-  const bareNames = await uniqueChangedNames(ctx.changed, freeTexts(items), root, ctx.scrub);
+  const bareNames = await uniqueChangedNames(ctx, freeTexts(items), root);
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
   const rewrite = (text: string) => rewriteText(text, virtual, pattern, refused);
@@ -262,10 +266,11 @@ async function likelyFirst(references: readonly string[], ctx: PathContext, root
  * changed files. Synchronous, so the usual result skips the file system and a promise.
  */
 export function mayTranslatePaths(result: CallToolResult, ctx: PathContext, keep: readonly string[] = []): boolean {
-  return ctx.changed.length > 0 || resultReferences(result, keep).size > 0;
+  return ctx.changed.length > 0 || pathReferences(result, keep).size > 0;
 }
 
-function resultReferences(result: CallToolResult, keep: readonly string[]): Set<string> {
+/** The link URIs and path-like words of a result (outside the top-level `structuredContent` keys in `keep`). */
+export function pathReferences(result: CallToolResult, keep: readonly string[] = []): Set<string> {
   const references = new Set<string>();
   const items = Array.isArray(result.content) ? result.content : [];
   for (const item of items) {
@@ -319,8 +324,11 @@ function mapStrings(value: unknown, rewrite: (text: string) => string, keep: rea
   return out ?? value;
 }
 
-/** Each reference in a path token, without trailing punctuation, with its offset in the token. */
-function forEachMatch(token: string, visit: (reference: string, at: number) => void): void {
+/** A part of a reference (see `joinedParts`) with its offset in the reference. */
+type Part = readonly [text: string, offset: number];
+
+/** Each reference in a path token, without trailing punctuation, with its offset in the token (and its parts). */
+function forEachMatch(token: string, visit: (reference: string, at: number, parts: readonly Part[] | undefined) => void): void {
   for (const match of token.matchAll(PATH_PATTERN)) {
     const at = match.index!;
     // `file:/…` is a URI (not ours to shorten); after another word and a colon it is a label (`saved:/…`). URLs with
@@ -329,26 +337,55 @@ function forEachMatch(token: string, visit: (reference: string, at: number) => v
     // A markdown link (`[out/r.md](/w/out/r.md)`): its text and its target are references of their own.
     const link = match[0].indexOf(MARKDOWN_LINK);
     const reference = (link === -1 ? match[0] : match[0].slice(0, link)).replace(TRAILING, "");
-    if (reference !== "") visit(reference, at);
+    if (reference !== "") visit(reference, at, joinedParts(reference));
     if (link === -1) continue;
     const target = at + link + MARKDOWN_LINK.length;
-    forEachMatch(token.slice(target, at + match[0].length), (inner, offset) => visit(inner, target + offset));
+    forEachMatch(token.slice(target, at + match[0].length), (inner, offset, parts) => visit(inner, target + offset, parts));
   }
+}
+
+/** A `,` or `;` right before the start of another path (`/`, `./`, `../`, `file://`, `dir/`). */
+const JOINED = new RegExp(String.raw`[,;](?=\.{0,2}\/|[Ff][Ii][Ll][Ee]:\/\/|[${WORD}.-]+\/)`, "gu");
+
+/**
+ * The paths of a reference that is a list of them joined by `,` or `;` without a space (a CSV row,
+ * `/w/a.csv,/w/b.csv`), each with its offset; `undefined` when it is no such list. They stand for the reference only
+ * when it names nothing as a whole (a folder `2024,` is read as one).
+ */
+function joinedParts(reference: string): Part[] | undefined {
+  if (!reference.includes(",") && !reference.includes(";")) return undefined;
+  let parts: Part[] | undefined;
+  let from = 0;
+  const add = (end: number) => {
+    const part = reference.slice(from, end).replace(TRAILING, "");
+    if (part !== "") (parts ??= []).push([part, from]);
+  };
+  for (const match of reference.matchAll(JOINED)) {
+    add(match.index!);
+    from = match.index! + 1;
+  }
+  if (from === 0) return undefined;
+  add(reference.length);
+  return parts;
 }
 
 const MARKDOWN_LINK = "](";
 
 function collectReferences(text: string, into: Set<string>): void {
+  const add = (reference: string) => {
+    into.add(reference);
+    const decoded = decodedForm(reference);
+    if (decoded !== undefined) into.add(decoded);
+    for (const form of shorterForms(reference)) {
+      into.add(form);
+      const decodedShorter = decodedForm(form);
+      if (decodedShorter !== undefined) into.add(decodedShorter);
+    }
+  };
   forEachPathToken(text, (start, end) =>
-    forEachMatch(text.slice(start, end), (reference) => {
-      into.add(reference);
-      const decoded = decodedForm(reference);
-      if (decoded !== undefined) into.add(decoded);
-      for (const form of shorterForms(reference)) {
-        into.add(form);
-        const decodedShorter = decodedForm(form);
-        if (decodedShorter !== undefined) into.add(decodedShorter);
-      }
+    forEachMatch(text.slice(start, end), (reference, _at, parts) => {
+      add(reference);
+      if (parts !== undefined) for (const [part] of parts) add(part);
     }),
   );
 }
@@ -371,28 +408,52 @@ function wholeReference(text: string): string | undefined {
  * The `/mnt/user-data/…` form of a reference to an existing file inside `root` (a real path); `null` when it names
  * something else (outside, a link escaping, a directory), `MISSING` when it names nothing.
  */
-async function toVirtualPath(reference: string, cwd: string, root: string): Promise<string | null> {
+async function toVirtualPath(reference: string, cwd: string, userData: string, root: string): Promise<string | null> {
   let local: string;
+  // A file URL's query and fragment (a line anchor: `#L12`) are kept after its path (unescaped, a `?` or `#` starts them).
+  let suffix = "";
   if (isFileUrl(reference)) {
     try {
       local = fileURLToPath(reference);
     } catch {
       return MISSING; // names no file (an encoded `/`): a shorter form of it may
     }
+    const query = reference.search(/[?#]/);
+    if (query !== -1) suffix = reference.slice(query);
   } else if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(reference) || reference.startsWith("//")) {
     return null; // another scheme, or a network path: remote, not ours
   } else {
     // Not normalized: `link/..` is the folder above the link's target, as the file system (realpath) reads it.
     local = nodePath.isAbsolute(reference) ? reference : `${cwd}${nodePath.sep}${reference}`;
+    if (!climbsInside(local, userData, root)) return MISSING;
   }
   try {
     const resolved = await realpath(local);
     if (!isInside(resolved, root) || !(await stat(resolved)).isFile()) return null;
-    return virtualOf(resolved, root);
+    return virtualOf(resolved, root) + suffix;
   } catch {
     // Nothing there (not even a dangling link): its shorter forms may be tried (`MISSING`); anything else is refused.
     return (await lstat(local).then(() => true, () => false)) ? null : MISSING;
   }
+}
+
+/**
+ * Whether each folder a `..` of the absolute path `local` climbs out of is, as spelled, the thread's user-data folder
+ * (`userData`, or its real path `root`) or inside it. The file system looks each one up on the way: a path through
+ * another thread's folder and back (`<threads>/other/user-data/x/../../../<thread>/user-data/…`) would be rewritten
+ * exactly when that folder exists. A URL's `..` never gets here (its parser removes them as text).
+ */
+function climbsInside(local: string, userData: string, root: string): boolean {
+  if (!local.includes("..")) return true;
+  const kept: string[] = [];
+  for (const segment of local.split(nodePath.sep)) {
+    if (segment === "..") {
+      const left = nodePath.sep + kept.join(nodePath.sep);
+      if (left !== userData && left !== root && !isInside(left, userData) && !isInside(left, root)) return false;
+      kept.pop();
+    } else if (segment !== "" && segment !== ".") kept.push(segment);
+  }
+  return true;
 }
 
 /** What `toVirtualPath` returns for a reference to nothing at all. */
@@ -408,20 +469,35 @@ function freeTexts(items: readonly Content[]): string[] {
   return texts;
 }
 
+/** An extension ends the name: a `.`, then characters other than `.` and whitespace (`notes.md`, `.env`; not `notes`, `v2.`). */
+const HAS_EXTENSION = /\.[^.\s]+$/;
+
 /**
- * Base names shared by exactly one changed file inside `root` and found in one of `texts`, each with its virtual path
- * (none needing `scrub`). Only names that occur are resolved: a call that wrote thousands of files costs a lookup each.
+ * A path free text cuts (at a space, a quote, …) or strips (`notes (draft)`): the path of a file the call changed is then
+ * found as a whole, as a bare name is.
  */
-async function uniqueChangedNames(
-  changed: readonly string[],
-  texts: readonly string[],
-  root: string,
-  scrub: (text: string) => string,
-): Promise<Map<string, string>> {
+const CUT_IN_FREE_TEXT = new RegExp(`[\\s'"<>|*?]|${TRAILING.source}`, "u");
+
+/**
+ * Base names with an extension shared by exactly one changed file inside `root`, and the host paths of changed files
+ * that free text cuts (`CUT_IN_FREE_TEXT`), found in one of `texts`, each with its virtual path (none needing `scrub`).
+ * Only names that occur are resolved: a call that wrote thousands of files costs a lookup each.
+ */
+async function uniqueChangedNames(ctx: PathContext, texts: readonly string[], root: string): Promise<Map<string, string>> {
   const byName = new Map<string, string | null>();
-  for (const file of changed) {
+  for (const file of ctx.changed) {
     const name = nodePath.basename(file);
+    // A name without an extension (`output`, `a`, `my notes`) is as likely an ordinary word of the text.
+    if (!HAS_EXTENSION.test(name)) continue;
     byName.set(name, byName.has(name) ? null : file);
+  }
+  // Whole host paths, searched for after the names, and only when the text holds the folder's host path at all (as the
+  // child may spell it too: its cwd is the real path when the data dir is under a link).
+  const spellings = root === ctx.userData ? [root] : [ctx.userData, root];
+  const hosts = spellings.filter((spelling) => texts.some((text) => text.includes(spelling + nodePath.sep)));
+  for (const file of hosts.length > 0 ? ctx.changed : []) {
+    if (!CUT_IN_FREE_TEXT.test(file) || !file.startsWith(ctx.userData + nodePath.sep)) continue;
+    for (const spelling of hosts) byName.set(spelling + file.slice(ctx.userData.length), file);
   }
   const unique = new Map<string, string>();
   const occurring = namesIn(texts, [...byName.keys()]);
@@ -431,7 +507,7 @@ async function uniqueChangedNames(
       const resolved = await realpath(file).catch(() => null);
       if (resolved === null || !isInside(resolved, root)) return;
       const mapped = virtualOf(resolved, root);
-      if (scrub(mapped) === mapped) unique.set(name, mapped);
+      if (ctx.scrub(mapped) === mapped) unique.set(name, mapped);
     }),
   );
   return unique;
@@ -538,26 +614,19 @@ function rewriteText(
     text,
     (start, end) => {
       if (virtual.size === 0) return;
-      forEachMatch(text.slice(start, end), (whole, at) => {
-        let reference = whole;
-        let mapped = virtual.get(reference);
-        // Its decoded form stands for all of it; a shorter form, for the part it covers.
-        const decoded = mapped === undefined && !refused.has(whole) ? decodedForm(whole) : undefined;
-        if (decoded !== undefined) mapped = virtual.get(decoded);
-        const stopped = refused.has(whole) || (decoded !== undefined && refused.has(decoded));
-        for (const form of mapped === undefined && !stopped ? shorterForms(whole) : []) {
-          const decodedShorter = decodedForm(form);
-          // A form naming something refused ends the search: a prefix of it must not stand for it.
-          if (refused.has(form) || (decodedShorter !== undefined && refused.has(decodedShorter))) break;
-          mapped = virtual.get(form) ?? (decodedShorter === undefined ? undefined : virtual.get(decodedShorter));
-          if (mapped === undefined) continue;
-          reference = form;
-          break;
-        }
-        if (mapped === undefined) return;
-        copyTo(start + at);
-        parts.push(mapped);
-        copied = start + at + reference.length;
+      forEachMatch(text.slice(start, end), (whole, at, joined) => {
+        const rewrite = (found: Found, offset: number) => {
+          copyTo(start + at + offset);
+          parts.push(found.mapped);
+          copied = start + at + offset + found.reference.length;
+        };
+        const found = lookUp(whole, virtual, refused);
+        if (found === undefined && joined !== undefined) {
+          for (const [part, offset] of joined) {
+            const each = lookUp(part, virtual, refused);
+            if (each !== undefined && each !== REFUSED) rewrite(each, offset);
+          }
+        } else if (found !== undefined && found !== REFUSED) rewrite(found, 0);
       });
     },
     (from, to) => urls.push([from, to]),
@@ -565,6 +634,41 @@ function rewriteText(
   copyTo(text.length);
   return parts.join("");
 }
+
+/**
+ * The virtual path a reference stands for, with the part of it that it covers (itself or a shorter form); `REFUSED` when
+ * it, or a shorter form tried before one that resolves, names something refused; `undefined` when it names nothing.
+ */
+function lookUp(
+  whole: string,
+  virtual: ReadonlyMap<string, string>,
+  refused: ReadonlySet<string>,
+): Found | typeof REFUSED | undefined {
+  let mapped = virtual.get(whole);
+  if (mapped !== undefined) return { reference: whole, mapped };
+  // Its decoded form stands for all of it; a shorter form, for the part it covers.
+  const decoded = !refused.has(whole) ? decodedForm(whole) : undefined;
+  if (decoded !== undefined) mapped = virtual.get(decoded);
+  if (mapped !== undefined) return { reference: whole, mapped };
+  if (refused.has(whole) || (decoded !== undefined && refused.has(decoded))) return REFUSED;
+  for (const form of shorterForms(whole)) {
+    const decodedShorter = decodedForm(form);
+    // A form naming something refused ends the search: a prefix of it must not stand for it.
+    if (refused.has(form) || (decodedShorter !== undefined && refused.has(decodedShorter))) return REFUSED;
+    mapped = virtual.get(form) ?? (decodedShorter === undefined ? undefined : virtual.get(decodedShorter));
+    if (mapped !== undefined) return { reference: form, mapped };
+  }
+  return undefined;
+}
+
+/** The part of a reference that names a file of the thread, and that file's virtual path. */
+interface Found {
+  readonly reference: string;
+  readonly mapped: string;
+}
+
+/** What `lookUp` returns for a reference that names something refused: its parts do not stand for it either. */
+const REFUSED = Symbol("refused");
 
 /** A `structuredContent` string: the virtual path when the string is one whole path, else its free-text rewrite. */
 function rewriteValue(text: string, virtual: ReadonlyMap<string, string>, refused: ReadonlySet<string>): string {
