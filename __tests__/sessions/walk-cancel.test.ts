@@ -5,28 +5,12 @@
  * until the test lets it: nothing depends on timing.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, mkdirSync, openSync, writeFileSync } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpCallOutcome, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { stdioFixture } from "../fixtures/stdio";
-
-const THREADS = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-
-/** Holds every thread of the pool until `release()`. */
-class BusyPool {
-  private readonly readers: Promise<FileHandle>[];
-  constructor(private readonly fifos: readonly string[]) {
-    this.readers = fifos.map((fifo) => open(fifo, "r"));
-  }
-  async release(): Promise<void> {
-    const writers = this.fifos.map((fifo) => openSync(fifo, constants.O_RDWR));
-    for (const handle of await Promise.all(this.readers)) await handle.close();
-    for (const fd of writers) closeSync(fd);
-  }
-}
+import { BusyPool } from "../fixtures/busy-pool";
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
@@ -56,9 +40,7 @@ beforeAll(async () => {
   const workspace = path.join(dataDir, "threads", "walk-cancel", "user-data", "workspace");
   mkdirSync(workspace, { recursive: true });
   for (let f = 0; f < 300; f += 1) writeFileSync(path.join(workspace, `f${f}`), "");
-  const fifoDir = await makeTempDir("mcp-walk-cancel-fifos-");
-  fifos = Array.from({ length: THREADS }, (_, i) => path.join(fifoDir, `p${i}`));
-  for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
+  fifos = await BusyPool.fifos("mcp-walk-cancel-fifos-");
   const configPath = await writeConfig(await makeTempDir("mcp-walk-cancel-"), {
     mcpServers: { ws: { type: "stdio", ...stdioFixture({ name: "ws", toolNames: ["echo"] }), tool_call_timeout: 600 } },
   });
@@ -77,7 +59,7 @@ afterAll(async () => {
 
 test.each(["one", "two"] as const)("the run cancelled while the walk before the call hangs (%s attempt(s)): each attempt ends at once and releases its session", async (how) => {
   const [echo] = await toolkit.getTools();
-  busy = new BusyPool(fifos);
+  busy = BusyPool.hold(fifos);
   watch = how;
   entered = deferred();
   const controller = new AbortController();

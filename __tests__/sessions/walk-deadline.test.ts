@@ -5,32 +5,15 @@
  * cannot go on until the test lets it: nothing depends on timing.
  */
 import { afterAll, afterEach, beforeAll, expect, test } from "@jest/globals";
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, mkdirSync, openSync, writeFileSync } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, runningCall, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
+import { BusyPool } from "../fixtures/busy-pool";
 
 const CUT_NOTE = "workspace_changes not listed: the workspace walk did not finish within tool_call_timeout";
-const THREADS = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-
-/** Holds every thread of the pool until `release()`. */
-class BusyPool {
-  private readonly readers: Promise<FileHandle>[];
-  constructor(private readonly fifos: readonly string[]) {
-    this.readers = fifos.map((fifo) => open(fifo, "r"));
-  }
-  async release(): Promise<void> {
-    // Opened read-write, a FIFO has a writer at once, without blocking.
-    const writers = this.fifos.map((fifo) => openSync(fifo, constants.O_RDWR));
-    for (const handle of await Promise.all(this.readers)) await handle.close();
-    for (const fd of writers) closeSync(fd);
-  }
-}
-
 let toolkit: McpToolkit;
 let graph: ToolNodeGraph;
 let fifos: string[];
@@ -44,9 +27,7 @@ beforeAll(async () => {
   // Over the in-place walk's budget: the walks go off the event loop.
   mkdirSync(path.join(workspace, "gate"), { recursive: true });
   for (let f = 0; f < 300; f += 1) writeFileSync(path.join(workspace, `f${f}`), "");
-  const fifoDir = await makeTempDir("mcp-walk-deadline-fifos-");
-  fifos = Array.from({ length: THREADS }, (_, i) => path.join(fifoDir, `p${i}`));
-  for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
+  fifos = await BusyPool.fifos("mcp-walk-deadline-fifos-");
   const configPath = await writeConfig(await makeTempDir("mcp-walk-deadline-"), {
     mcpServers: { ws: { type: "stdio", ...stdioFixture({ name: "ws", toolNames: ["echo", "await_file"] }), tool_call_timeout: 1 } },
   });
@@ -64,7 +45,7 @@ afterAll(async () => {
 });
 
 test("a walk before the call that does not finish: the call is sent and answers, its changes not listed and marked so", async () => {
-  busy = new BusyPool(fifos);
+  busy = BusyPool.hold(fifos);
   const message = await callThroughGraph(graph, "ws_echo", { text: "answered" }, run);
   expect({ status: message.status, content: message.content }).toEqual({ status: "success", content: "answered" });
   expect(message.artifact).toEqual({ note: CUT_NOTE });
@@ -73,7 +54,7 @@ test("a walk before the call that does not finish: the call is sent and answers,
 test("a walk after the answer that does not finish: the answer is the call's result, its changes not listed and marked so", async () => {
   // The call runs in the child until the test creates the gate file: the pool is held while it runs.
   const { done } = await runningCall(graph, "ws_await_file", { path: "gate/open" }, run);
-  busy = new BusyPool(fifos);
+  busy = BusyPool.hold(fifos);
   writeFileSync(path.join(workspace, "gate", "open"), "");
   const message = await done;
   expect({ status: message.status, content: message.content }).toEqual({ status: "success", content: "open" });
