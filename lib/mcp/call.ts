@@ -21,7 +21,7 @@ import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type Workspa
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { isUnauthorized } from "../shared/unauthorized";
-import { pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
+import { mayTranslatePaths, pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
@@ -321,12 +321,7 @@ function sendToServer(
     const { paths, scanner } = lease.session;
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
-      if (scanner && workspace.before === undefined) {
-        const walked = scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline));
-        if (walked === undefined) workspace.walkCut = true;
-        else if (walked === null) workspace.tooLarge = true;
-        workspace.before = walked ?? null;
-      }
+      if (scanner && workspace.before === undefined) workspace.before = await listableSnapshot(scanner, deadline, workspace);
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
@@ -334,10 +329,7 @@ function sendToServer(
       const broken = outputs?.violation(request.toolName, result);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
       if (paths && scanner) {
-        const after = workspace.walkCut ? undefined : (scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline)));
-        if (after === undefined) workspace.walkCut = true;
-        else if (after === null) workspace.tooLarge = true;
-        const changed = after === undefined ? [] : changedFiles(before, after);
+        const changed = changedFiles(before, await listableSnapshot(scanner, deadline, workspace));
         // Resolved here only when the call changed files (translation resolves it otherwise).
         const root = changed.length > 0 ? await userDataRoot(paths.userData) : undefined;
         workspace.context = {
@@ -455,6 +447,18 @@ const WALK_CUT_NOTE = "workspace_changes not listed: the workspace walk did not 
 const TOO_LARGE_NOTE = `workspace_changes not listed: the workspace has more than ${MAX_SNAPSHOT_ENTRIES} entries`;
 
 /**
+ * The workspace now, for the call's change list; `null` when it cannot be listed, the reason noted on `workspace` (a
+ * walk cut by the deadline, after which no other is tried, or more entries than a snapshot holds).
+ */
+async function listableSnapshot(scanner: WorkspaceScanner, deadline: CallDeadline, workspace: CallWorkspace): Promise<WorkspaceSnapshot> {
+  if (workspace.walkCut) return null;
+  const walked = scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline));
+  if (walked === undefined) workspace.walkCut = true;
+  else if (walked === null) workspace.tooLarge = true;
+  return walked ?? null;
+}
+
+/**
  * A walk off the event loop that the call's deadline may cut: `undefined` when it did (the walk goes on unseen, as a
  * file system call cannot be taken back). A slow walk (a hung network file system) costs the listing, not the call.
  */
@@ -486,9 +490,9 @@ function withTranslatedPaths(
 ): Promise<CallToolResult> | CallToolResult {
   const context = workspace.context;
   if (!context) return result;
-  // Found once: the usual result, naming no path, skips the file system and a promise.
+  // Found once, for both: the usual result, naming no path, skips the file system and a promise.
   const references = pathReferences(result, protocolFields);
-  return context.changed.length > 0 || references.size > 0 ? translateResultPaths(result, context, protocolFields, references) : result;
+  return mayTranslatePaths(result, context, protocolFields, references) ? translateResultPaths(result, context, protocolFields, references) : result;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {

@@ -190,7 +190,7 @@ export async function translateResultPaths(
   references: ReadonlySet<string> = pathReferences(result, keep),
 ): Promise<CallToolResult> {
   const items = Array.isArray(result.content) ? result.content : [];
-  if (references.size === 0 && ctx.changed.length === 0) return result;
+  if (!mayTranslatePaths(result, ctx, keep, references)) return result;
   const root = ctx.root !== undefined ? ctx.root : await userDataRoot(ctx.userData);
   if (root === null) return result;
   const virtual = new Map<string, string>();
@@ -265,8 +265,13 @@ async function likelyFirst(references: readonly string[], ctx: PathContext, root
  * Whether `translateResultPaths` could change anything: the result names a link or a path-like word, or the call
  * changed files. Synchronous, so the usual result skips the file system and a promise.
  */
-export function mayTranslatePaths(result: CallToolResult, ctx: PathContext, keep: readonly string[] = []): boolean {
-  return ctx.changed.length > 0 || pathReferences(result, keep).size > 0;
+export function mayTranslatePaths(
+  result: CallToolResult,
+  ctx: PathContext,
+  keep: readonly string[] = [],
+  references: ReadonlySet<string> = pathReferences(result, keep),
+): boolean {
+  return ctx.changed.length > 0 || references.size > 0;
 }
 
 /** The link URIs and path-like words of a result (outside the top-level `structuredContent` keys in `keep`). */

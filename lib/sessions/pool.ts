@@ -235,8 +235,7 @@ export class SessionPool {
       entry = undefined;
     }
     if (entry) {
-      this.markNewest(entry);
-      if (entry.temporary && !opts.scope?.temporary) entry.temporary = false;
+      this.markUsed(entry, opts.scope);
     } else {
       // Room is made (a stdio child evicted, an idle HTTP/SSE session closed) only once the new session is up, in
       // `connect`: a creation that fails or is cancelled costs no other scope or header set its session.
@@ -270,10 +269,15 @@ export class SessionPool {
     const key = sessionKey(serverName, server, opts.headers, opts.scope ?? DEFAULT_SCOPE);
     const entry = this.entries.get(key);
     if (!entry?.session || entry.exited?.()) return undefined;
-    this.markNewest(entry);
-    if (entry.temporary && !opts.scope?.temporary) entry.temporary = false;
+    this.markUsed(entry, opts.scope);
     entry.inFlight += 1;
     return this.lease(entry, entry.session);
+  }
+
+  /** A call acquires `entry`: it is the newest, and no longer temporary once a run that is not uses it. */
+  private markUsed(entry: Entry, scope: SessionScope | undefined): void {
+    this.markNewest(entry);
+    if (entry.temporary && !scope?.temporary) entry.temporary = false;
   }
 
   /** Moves `entry` to the most recently used end of the pool (eviction takes from the other end). */

@@ -1,6 +1,6 @@
 import type { ToolRuntime } from "@langchain/core/tools";
 import { McpToolCallError, ownText } from "../shared/errors";
-import { runThreadId, runUserId, unusableRunId } from "../shared/identity";
+import { onTemporaryThread, runThreadId, runUserId, unusableRunId } from "../shared/identity";
 
 /** Whose stdio session a call uses: one child process per (server, user, thread). */
 export interface SessionScope {
@@ -20,23 +20,6 @@ export const DEFAULT_SCOPE_ID = "default";
 
 export function sessionScope(userId: string, threadId: string, temporary = false): SessionScope {
   return temporary ? { userId, threadId, key: JSON.stringify([userId, threadId]), temporary } : { userId, threadId, key: JSON.stringify([userId, threadId]) };
-}
-
-interface RuntimeWithServerInfo {
-  serverInfo?: unknown;
-}
-
-/**
- * Whether the run is on a thread the LangGraph server deletes once the run ends. The server gives every run of a
- * graph its checkpointer, which Pregel hands each task as `configurable.__pregel_checkpointer`, except a stateless run
- * (no thread, `on_completion` "delete", the default): it runs without one on a thread it creates for the run and
- * deletes after it, and nothing else in the run's config tells it apart. `serverInfo` (an assistant or graph id in the
- * run's config) marks a run of the server: an in-process graph without a checkpointer keeps its threads' sessions.
- * A hint only (a subgraph compiled with `checkpointer: false` looks the same): it orders eviction, never removes files.
- */
-export function onTemporaryThread(runtime: ToolRuntime | undefined): boolean {
-  if (runtime === undefined || (runtime as RuntimeWithServerInfo).serverInfo === undefined) return false;
-  return runtime.configurable?.__pregel_checkpointer === undefined;
 }
 
 /**

@@ -118,3 +118,16 @@ export function runSecrets(runtime: ToolRuntime | undefined): Readonly<Record<st
     ? (secrets as Record<string, unknown>)
     : undefined;
 }
+
+/**
+ * Whether the run is on a thread the LangGraph server deletes once the run ends. The server gives every run of a
+ * graph its checkpointer, which Pregel hands each task as `configurable.__pregel_checkpointer`, except a stateless run
+ * (no thread, `on_completion` "delete", the default): it runs without one on a thread it creates for the run and
+ * deletes after it, and nothing else in the run's config tells it apart. `serverInfo` (an assistant or graph id in the
+ * run's config) marks a run of the server: an in-process graph without a checkpointer keeps its threads' sessions.
+ * A hint only (a subgraph compiled with `checkpointer: false` looks the same): it orders eviction, never removes files.
+ */
+export function onTemporaryThread(runtime: ToolRuntime | undefined): boolean {
+  if (runtime === undefined || (runtime as RuntimeWithServerInfo).serverInfo === undefined) return false;
+  return runtime.configurable?.__pregel_checkpointer === undefined;
+}
