@@ -20,6 +20,7 @@ import type { OutputSchemas } from "./output-schemas";
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
+import { hostArguments, withNamedPaths } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
 import { mayTranslatePaths, pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -189,6 +190,7 @@ async function callWithDeadline(
   runtime: ToolRuntime | undefined,
   secrets: CallSecrets,
   deadline: CallDeadline,
+  args: Record<string, unknown>,
 ): Promise<CallToolResult> {
   const writer = runtime?.writer ?? undefined;
   let progress: ProgressRegistration | undefined;
@@ -215,7 +217,7 @@ async function callWithDeadline(
   }
   const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
     name: request.toolName,
-    arguments: { ...request.args },
+    arguments: { ...args },
   };
   const withHeaders = stdio && Object.keys(headers).length > 0;
   if (progress || withHeaders || Object.keys(request.meta).length > 0) {
@@ -325,7 +327,8 @@ function sendToServer(
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
-      const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline);
+      const hosted = paths ? hostArguments(request.args, paths.userData) : undefined;
+      const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline, hosted?.args ?? request.args);
       const broken = outputs?.violation(request.toolName, result);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
       if (paths && scanner) {
@@ -338,6 +341,7 @@ function sendToServer(
           cwd: server.cwd || paths.workspace,
           // Not listed when the thread's folders are not its own any more (see userDataRoot).
           changed: root === null ? [] : changed,
+          named: hosted?.named,
           // Read when the paths are translated: by then every header the chain passed on is known. A call sent on this
           // child since the answer (while the walk above ran off the event loop) may have named a file with its secrets.
           scrub: (text) => {
@@ -492,7 +496,12 @@ function withTranslatedPaths(
   if (!context) return result;
   // Found once, for both: the usual result, naming no path, skips the file system and a promise.
   const references = pathReferences(result, protocolFields);
-  return mayTranslatePaths(result, context, protocolFields, references) ? translateResultPaths(result, context, protocolFields, references) : result;
+  const translated = mayTranslatePaths(result, context, protocolFields, references) ? translateResultPaths(result, context, protocolFields, references) : result;
+  const named = context.named;
+  if (named === undefined) return translated;
+  return translated instanceof Promise
+    ? translated.then((done) => withNamedPaths(done, named, protocolFields))
+    : withNamedPaths(translated, named, protocolFields);
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {

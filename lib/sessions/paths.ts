@@ -15,6 +15,8 @@ export interface PathContext {
   readonly cwd: string;
   /** Files the call created or modified (absolute); a bare file name is rewritten only when it names exactly one. */
   readonly changed: readonly string[];
+  /** Host paths the call's arguments were given for `/mnt/user-data/…` ones (`hostArguments`), shown back as written. */
+  readonly named?: ReadonlyMap<string, string>;
   /**
    * The call's redaction. The result was scrubbed before its paths are translated, but a file's name comes from the
    * disk: a listed change is scrubbed, and a reference whose file path would need scrubbing is left as it is.
@@ -304,7 +306,7 @@ export function pathReferences(result: CallToolResult, keep: readonly string[] =
  * `value` (JSON data) with `rewrite` applied to each string in it, at any depth, but under the top-level keys in `keep`;
  * keys are kept. Only what changed is rebuilt: an untouched object or array is returned as it is.
  */
-function mapStrings(value: unknown, rewrite: (text: string) => string, keep: readonly string[] = []): unknown {
+export function mapStrings(value: unknown, rewrite: (text: string) => string, keep: readonly string[] = []): unknown {
   if (typeof value === "string") return rewrite(value);
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;

@@ -1,0 +1,142 @@
+/**
+ * The model sees the thread's files as /mnt/user-data/…; when it hands such a path back to a stdio tool, the server
+ * is sent the host path of the thread's user-data folder, and the server's echo of it is shown as the model wrote it.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { readFile, realpath } from "node:fs/promises";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { ToolMessage } from "@langchain/core/messages";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { hostArguments, threadFolderName, withNamedPaths } from "../../lib/sessions";
+import { makeTempDir, writeConfig } from "../fixtures/config";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
+import { stdioFixture } from "../fixtures/stdio";
+
+const V = "/mnt/user-data";
+const HOST = "/data/threads/t/user-data";
+
+function sent(value: unknown): unknown {
+  return (hostArguments({ value }, HOST)?.args ?? { value }).value;
+}
+
+describe("hostArguments", () => {
+  test.each([
+    ["a whole path", `${V}/workspace/a.txt`, `${HOST}/workspace/a.txt`],
+    ["a whole path with spaces", `${V}/workspace/Q1 report.pdf`, `${HOST}/workspace/Q1 report.pdf`],
+    ["the folder itself", V, HOST],
+    ["paths in a command line", `cat ${V}/workspace/a.txt ${V}/outputs/b.md|wc -l`, `cat ${HOST}/workspace/a.txt ${HOST}/outputs/b.md|wc -l`],
+    ["a path after '=' and in quotes", `--out=${V}/outputs/r.md "${V}/workspace/x"`, `--out=${HOST}/outputs/r.md "${HOST}/workspace/x"`],
+    ["a file:// URL", `file://${V}/workspace/my%20file.txt#L3`, `${pathToFileURL(HOST).href}/workspace/my%20file.txt#L3`],
+    ["'..' that stays inside", `${V}/workspace/../outputs/r.md`, `${HOST}/workspace/../outputs/r.md`],
+  ])("translated: %s", (_name, input, expected) => {
+    expect(sent(input)).toBe(expected);
+  });
+
+  test.each([
+    ["a path leaving the folder with '..'", `${V}/../../etc/passwd`],
+    ["a path leaving it after a space", `see ${V}/workspace/../../../x`],
+    ["a longer folder name", `${V}-old/a.txt`],
+    ["a path inside a URL", `https://example.com${V}/a.txt`],
+    ["a remote path (scp)", `host:${V}/a.txt`],
+    ["a path inside a longer path", `/srv${V}/a.txt`],
+    ["an encoded '..' in a URL", `file://${V}/%2e%2e/%2e%2e/etc/passwd`],
+    ["a NUL", `${V}/a\u0000b`],
+  ])("left as it is: %s", (_name, input) => {
+    expect(sent(input)).toBe(input);
+    expect(hostArguments({ value: input }, HOST)).toBeUndefined();
+  });
+
+  test("strings at any depth are read, keys are not, and untouched parts are the same objects", () => {
+    const untouched = { n: 1, list: ["plain"] };
+    const args = { [`${V}/key`]: { deep: [[`${V}/a.txt`]] }, untouched };
+    const out = hostArguments(args, HOST)!;
+    expect(out.args).toEqual({ [`${V}/key`]: { deep: [[`${HOST}/a.txt`]] }, untouched });
+    expect(out.args.untouched).toBe(untouched);
+    expect([...out.named]).toEqual([[`${HOST}/a.txt`, `${V}/a.txt`]]);
+    expect(hostArguments({ a: "x", b: [1, { c: "y" }] }, HOST)).toBeUndefined();
+  });
+
+  test("the server's echo of a named host path is shown as the model wrote it, a longer name first", () => {
+    const named = new Map([
+      [`${HOST}/workspace`, `${V}/workspace`],
+      [`${HOST}/workspace/new file.txt`, `${V}/workspace/new file.txt`],
+    ]);
+    const result = withNamedPaths(
+      {
+        content: [
+          { type: "text", text: `ENOENT: open '${HOST}/workspace/new file.txt' in ${HOST}/workspace` },
+          { type: "resource_link", uri: `${HOST}/workspace/new file.txt`, name: "f" },
+        ],
+        structuredContent: { path: `${HOST}/workspace/new file.txt`, taskId: `${HOST}/workspace` },
+      },
+      named,
+      ["taskId"],
+    );
+    expect(result.content).toEqual([
+      { type: "text", text: `ENOENT: open '${V}/workspace/new file.txt' in ${V}/workspace` },
+      { type: "resource_link", uri: `${V}/workspace/new file.txt`, name: "f" },
+    ]);
+    expect(result.structuredContent).toEqual({ path: `${V}/workspace/new file.txt`, taskId: `${HOST}/workspace` });
+  });
+});
+
+describe("through stdio and HTTP tools in a ToolNode", () => {
+  let toolkit: McpToolkit;
+  let graph: ToolNodeGraph;
+  let dataDir: string;
+  let http: HttpFixture;
+  const run = { context: { user_id: "u" }, configurable: { thread_id: "argpaths" } };
+  const decoded = (message: ToolMessage): unknown => JSON.parse(Buffer.from(String(message.content), "base64").toString());
+
+  beforeAll(async () => {
+    dataDir = await realpath(await makeTempDir("mcp-argpaths-data-"));
+    http = await startHttpFixture({ name: "remote", toolNames: ["received"] });
+    const configPath = await writeConfig(await makeTempDir("mcp-argpaths-cfg-"), {
+      mcpServers: {
+        local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file", "echo", "received"] }) },
+        remote: { type: "http", url: http.url },
+      },
+    });
+    toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+    graph = toolNodeGraph(await toolkit.getTools());
+  });
+  afterAll(async () => {
+    await toolkit.close();
+    await http.close();
+  });
+
+  const userData = () => path.join(dataDir, "threads", threadFolderName("argpaths"), "user-data");
+
+  test("a file written at a /mnt/user-data path lands in the thread's folder and is shown and listed as that path", async () => {
+    const message = await callThroughGraph(graph, "local_write_file", { path: `${V}/outputs/notes/a b.md`, content: "hello", link: true }, run);
+    expect(await readFile(path.join(userData(), "outputs", "notes", "a b.md"), "utf8")).toBe("hello");
+    expect(message.content).toEqual([
+      { type: "text", text: `wrote ${V}/outputs/notes/a b.md` },
+      expect.objectContaining({ url: `${V}/outputs/notes/a b.md` }),
+    ]);
+    expect(JSON.stringify(message.content)).not.toContain(dataDir);
+  });
+
+  test("the stdio server is sent host paths; a path leaving the folder is sent as written", async () => {
+    const value = { path: `${V}/workspace/x.txt`, cmd: `ls ${V}/outputs`, escape: `${V}/../../etc/passwd`, key: { [`${V}/k`]: 1 } };
+    const message = await callThroughGraph(graph, "local_received", { value }, run);
+    expect(decoded(message)).toEqual({
+      path: `${userData()}/workspace/x.txt`,
+      cmd: `ls ${userData()}/outputs`,
+      escape: `${V}/../../etc/passwd`,
+      key: { [`${V}/k`]: 1 },
+    });
+  });
+
+  test("a missing file the model named is echoed back as the model wrote it, not as the host path", async () => {
+    const message = await callThroughGraph(graph, "local_echo", { text: `cannot open ${V}/workspace/missing.txt` }, run);
+    expect(message.content).toBe(`cannot open ${V}/workspace/missing.txt`);
+  });
+
+  test("an HTTP server has no thread folder: it is sent the arguments as written", async () => {
+    const value = { path: `${V}/workspace/x.txt` };
+    expect(decoded(await callThroughGraph(graph, "remote_received", { value }, run))).toEqual(value);
+  });
+});

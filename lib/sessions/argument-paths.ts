@@ -1,0 +1,144 @@
+import * as nodePath from "node:path";
+import { pathToFileURL } from "node:url";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { isPlainObject, setOwn } from "../shared/plain-object";
+import { mapStrings } from "./paths";
+import { VIRTUAL_USER_DATA } from "./workspace";
+
+/** A stdio call's arguments as its server is sent them. */
+export interface HostArguments {
+  readonly args: Record<string, unknown>;
+  /**
+   * Each host path (or `file://` URL) put into the arguments, with the `/mnt/user-data/…` form the model wrote: the
+   * server's echo of it (`cannot open <path>`) is shown to the model as it wrote it, file or not.
+   */
+  readonly named: ReadonlyMap<string, string>;
+}
+
+/** Arguments are read this deep; what nests deeper is sent as it is. */
+const MAX_DEPTH = 64;
+const FILE_SCHEME = "file://";
+/** What may stand right before a virtual path for it to be one: the start, a space, a quote, `=`, a bracket, … */
+const BEFORE = new Set([..." \t\n\r\v\f'\"`=([{,;<>|&"]);
+/** What ends a virtual path inside a longer string (a command line): a space, a quote, a shell operator, … */
+const AFTER = new Set([..." \t\n\r\v\f'\"`<>|;&(){}[],"]);
+
+/**
+ * The model only ever sees the thread's files as `/mnt/user-data/…` (results are translated so), and hands such paths
+ * back to the tools: in a stdio call's string arguments, a `/mnt/user-data` path (or `file:///mnt/user-data/…` URL)
+ * becomes the host path of the thread's `user-data` folder, so the server finds what the model saw. Only at a word's
+ * start (`https://h/mnt/user-data` and `host:/mnt/user-data` are someone else's), only a path that stays inside the
+ * folder once normalized (`/mnt/user-data/../x` is left as it is), and a string that is one such path is read whole (a
+ * name with spaces). Object keys are not read. `undefined` when nothing changes, the usual case.
+ */
+export function hostArguments(args: Record<string, unknown>, userData: string): HostArguments | undefined {
+  const named = new Map<string, string>();
+  const out = hostValue(args, userData, named, 0);
+  return out === args ? undefined : { args: out as Record<string, unknown>, named };
+}
+
+function hostValue(value: unknown, userData: string, named: Map<string, string>, depth: number): unknown {
+  if (typeof value === "string") return value.includes(VIRTUAL_USER_DATA) ? hostText(value, userData, named) : value;
+  if (depth >= MAX_DEPTH || value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    value.forEach((item: unknown, i) => {
+      const mapped = hostValue(item, userData, named, depth + 1);
+      if (mapped !== item) (out ??= [...value])[i] = mapped;
+    });
+    return out ?? value;
+  }
+  if (!isPlainObject(value)) return value;
+  let out: Record<string, unknown> | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const mapped = hostValue(item, userData, named, depth + 1);
+    if (mapped === item) continue;
+    if (out === undefined) {
+      out = {};
+      for (const [k, v] of Object.entries(value)) setOwn(out, k, v);
+    }
+    setOwn(out, key, mapped);
+  }
+  return out ?? value;
+}
+
+function hostText(text: string, userData: string, named: Map<string, string>): string {
+  let out = "";
+  let copied = 0;
+  for (let at = text.indexOf(VIRTUAL_USER_DATA); at !== -1; at = text.indexOf(VIRTUAL_USER_DATA, at + 1)) {
+    if (at < copied) continue;
+    const url = at >= FILE_SCHEME.length && text.slice(at - FILE_SCHEME.length, at).toLowerCase() === FILE_SCHEME;
+    const start = url ? at - FILE_SCHEME.length : at;
+    if (start > 0 && !BEFORE.has(text[start - 1])) continue;
+    const after = at + VIRTUAL_USER_DATA.length;
+    if (after < text.length && text[after] !== "/" && !AFTER.has(text[after])) continue;
+    let end = after;
+    // A string that is one path is read whole: a name may hold a space.
+    if (start === 0 && text.indexOf(VIRTUAL_USER_DATA, after) === -1) end = text.length;
+    else while (end < text.length && !AFTER.has(text[end])) end += 1;
+    const host = hostForm(text.slice(after, end), userData, url);
+    if (host === undefined) continue;
+    named.set(host, text.slice(start, end));
+    out += text.slice(copied, start) + host;
+    copied = end;
+  }
+  return copied === 0 ? text : out + text.slice(copied);
+}
+
+/** `rest` (what follows `/mnt/user-data`) on the host, or undefined when it leaves the folder or is not a path. */
+function hostForm(rest: string, userData: string, url: boolean): string | undefined {
+  let decoded = rest;
+  if (url) {
+    const end = rest.search(/[?#]/);
+    try {
+      decoded = decodeURIComponent(end === -1 ? rest : rest.slice(0, end));
+    } catch {
+      return undefined;
+    }
+  }
+  if (decoded.includes("\0")) return undefined;
+  const normal = nodePath.posix.normalize(VIRTUAL_USER_DATA + decoded);
+  if (normal !== VIRTUAL_USER_DATA && normal !== `${VIRTUAL_USER_DATA}/` && !normal.startsWith(`${VIRTUAL_USER_DATA}/`)) return undefined;
+  return url ? pathToFileURL(userData).href + rest : userData + rest;
+}
+
+/**
+ * `result` with each host path `named` maps shown as the model wrote it (`/mnt/user-data/…`), wherever the server
+ * quoted it: in text, a link or a `structuredContent` string (outside the top-level keys in `keep`).
+ */
+export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string, string>, keep: readonly string[] = []): CallToolResult {
+  if (named.size === 0) return result;
+  // Longest first: a path named whole and a folder of it both named.
+  const pairs = [...named].sort((a, b) => b[0].length - a[0].length);
+  const restore = (text: string): string => {
+    let out = text;
+    for (const [host, virtual] of pairs) if (out.includes(host)) out = out.split(host).join(virtual);
+    return out;
+  };
+  const items = Array.isArray(result.content) ? result.content : [];
+  let changed = false;
+  const content = items.map((item) => {
+    if (item.type === "text") {
+      const text = restore(item.text);
+      if (text === item.text) return item;
+      changed = true;
+      return { ...item, text };
+    }
+    if (item.type === "resource_link") {
+      const uri = restore(item.uri);
+      if (uri === item.uri) return item;
+      changed = true;
+      return { ...item, uri };
+    }
+    if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
+      const text = restore(item.resource.text);
+      if (text === item.resource.text) return item;
+      changed = true;
+      return { ...item, resource: { ...item.resource, text } };
+    }
+    return item;
+  });
+  const structured = isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, restore, keep) : result.structuredContent;
+  if (!changed && structured === result.structuredContent) return result;
+  return { ...result, content, ...(structured === result.structuredContent ? {} : { structuredContent: structured as Record<string, unknown> }) };
+}
