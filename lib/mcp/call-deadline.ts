@@ -7,10 +7,14 @@ import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/
  *
  * `tool_call_timeout` counts time without a sign of life: the call's progress notifications and the server's answer
  * restart it (progress only reaches it while a request is in flight). When it runs out:
- * - while a new session starts, nothing happens (`session_init_timeout` bounds that); the count restarts once it is ready;
- * - while a workspace walk runs, the walk is cut and the count restarts: a slow walk costs the listing, not the call;
- * - while a request is in flight, the request is stopped; its timeout error goes back through the interceptors, as a
- *   server's timeout always did, and the count restarts once for them to finish; no attempt is sent after that;
+ * - while a workspace walk (or the result's path translation) runs, it is cut and the count restarts: a slow file
+ *   system costs the listing (or the translation), not the call;
+ * - while a request is in flight, every request in flight is stopped; their timeout errors go back through the
+ *   interceptors, as a server's timeout always did, and the count restarts once for them to finish; no attempt is sent
+ *   after that;
+ * - while a new session starts and nothing else above runs, nothing happens (`session_init_timeout` bounds the start);
+ *   the count restarts once the start is over or a request is sent. A start holds the count off only while it is all
+ *   the call waits for: an attempt in flight meanwhile (an interceptor sending `next` twice at once) is bounded as ever;
  * - otherwise (interceptor code is running, or that last restart ran out too) the call fails, and whatever its
  *   interceptors do later goes nowhere.
  * `max_total_timeout` ends the call at once, and so does the run's cancellation, unless the server already answered the
@@ -26,13 +30,14 @@ export class CallDeadline extends Deadline {
   /** Whether the server answered an attempt. */
   private answered = false;
   private starting = 0;
-  private sending = 0;
   /**
-   * The signal of the requests in flight, not the call's own: the SDK never removes a request's abort listener, so
-   * one on the call's signal would cancel (`notifications/cancelled`) a request already answered when the call ends
-   * later, and each attempt would add one more. Dropped once none is in flight.
+   * The requests in flight, each with a signal of its own rather than the call's: the SDK never removes a request's
+   * abort listener, so one on a shared signal would cancel (`notifications/cancelled`) a request already answered
+   * when the call (or another attempt's request) ends later, and each attempt would add one more. `inFlight` is the
+   * first; `others` (made for the first attempt sent while one is in flight) holds those sent at once with it.
    */
   private inFlight: AbortController | undefined;
+  private others: Set<AbortController> | undefined;
   /** How to cut the walks running (made for the first: most calls never walk off the event loop). */
   private walks: Set<() => void> | undefined;
 
@@ -49,7 +54,7 @@ export class CallDeadline extends Deadline {
     this.extend();
   }
 
-  /** A new session starts for the call: `session_init_timeout` bounds it, not this count. */
+  /** A new session starts for the call: `session_init_timeout` bounds it, not this count (see the class). */
   beginStart(): void {
     this.starting++;
   }
@@ -61,20 +66,50 @@ export class CallDeadline extends Deadline {
 
   /** A request is sent: the signal to hand it (aborted already when the call ended, so nothing is sent). */
   beginSend(): AbortSignal {
-    this.sending++;
     if (this.controller.signal.aborted) return this.controller.signal;
-    return (this.inFlight ??= new AbortController()).signal;
+    // The count another attempt's start held off now bounds this request: it gets a full one, as after a start.
+    if (this.starting > 0 && !this.counting()) this.extend();
+    const request = new AbortController();
+    if (this.inFlight === undefined) this.inFlight = request;
+    else (this.others ??= new Set()).add(request);
+    return request.signal;
   }
 
-  endSend(): void {
-    if (--this.sending === 0) this.inFlight = undefined;
+  /** The request `beginSend` gave `signal` to is over. */
+  endSend(signal: AbortSignal): void {
+    if (this.inFlight?.signal === signal) {
+      this.inFlight = undefined;
+      return;
+    }
+    for (const request of this.others ?? []) {
+      if (request.signal !== signal) continue;
+      this.others?.delete(request);
+      return;
+    }
+  }
+
+  /** Whether a request is in flight. */
+  private sending(): boolean {
+    return this.inFlight !== undefined || (this.others !== undefined && this.others.size > 0);
+  }
+
+  /** Whether the count bounds something running now (a request or a walk), which a start then does not hold off. */
+  private counting(): boolean {
+    return this.sending() || (this.walks !== undefined && this.walks.size > 0);
+  }
+
+  /** Stops every request in flight. */
+  private abortRequests(reason: unknown): void {
+    this.inFlight?.abort(reason);
+    for (const request of this.others ?? []) request.abort(reason);
   }
 
   /**
-   * A workspace walk runs: should the count run out meanwhile, `cut` ends it instead of the call (every walk running,
-   * those of attempts sent at once included).
+   * A workspace walk (or path translation) runs: should the count run out meanwhile, `cut` ends it instead of the call
+   * (every walk running, those of attempts sent at once included).
    */
   walking(cut: () => void): void {
+    if (this.starting > 0 && !this.counting()) this.extend();
     (this.walks ??= new Set()).add(cut);
   }
 
@@ -94,15 +129,17 @@ export class CallDeadline extends Deadline {
 
   protected override expire(timeoutMs: number): void {
     if (this.hasStopped) return;
-    if (this.starting > 0) return void this.timer?.refresh();
     if (this.cutWalks()) return void this.timer?.refresh();
     const error = new DeadlineExceededError(timeoutMs, "timeout");
-    if (this.sending > 0 && !this.controller.signal.aborted) {
+    const aborted = this.controller.signal.aborted;
+    if (!aborted && this.sending()) {
       this.controller.abort(error);
-      this.inFlight?.abort(error);
+      this.abortRequests(error);
       // The abort stopped the timer's restarts (see `extend`): this one is the interceptors' last.
       return void this.timer?.refresh();
     }
+    // Nothing is sent once the call's signal aborted, so a start still running is of no use to it any more.
+    if (!aborted && this.starting > 0) return void this.timer?.refresh();
     this.stop(error);
   }
 
@@ -111,12 +148,12 @@ export class CallDeadline extends Deadline {
   protected override cancelled(reason: unknown): void {
     if (!this.answered || !this.bounded || this.hasStopped) return super.cancelled(reason);
     if (!this.controller.signal.aborted) this.controller.abort(reason);
-    this.inFlight?.abort(reason);
+    this.abortRequests(reason);
   }
 
   protected override stop(reason: unknown): void {
     super.stop(reason);
-    this.inFlight?.abort(reason);
+    this.abortRequests(reason);
     // A walk still running is left behind too: its attempt ends now (nothing is sent) and releases its session, rather
     // than hold it until a hung file system answers.
     this.cutWalks();

@@ -237,7 +237,7 @@ async function callWithDeadline(
   } catch (err) {
     throw deadline.reason ?? err;
   } finally {
-    deadline.endSend();
+    deadline.endSend(signal);
     progress?.done();
     // Another call on this child, started meanwhile, may have sent it secrets this answer (or error) quotes.
     if (stdio) noteRememberedNow(session, secrets);
@@ -418,10 +418,8 @@ function toToolOutput(
 ): unknown {
   const converted = boundConvertedResult(withWorkspaceChanges(convertCallToolResult(result), workspace.context), maxResultChars);
   const unlisted = workspace.walkCut ? WALK_CUT_NOTE : workspace.tooLarge ? TOO_LARGE_NOTE : undefined;
-  if (unlisted !== undefined) {
-    const note = converted.artifact?.note;
-    converted.artifact = { ...converted.artifact, note: note === undefined ? unlisted : `${note}; ${unlisted}` };
-  }
+  if (unlisted !== undefined) addNote(converted, unlisted);
+  if (workspace.pathsCut) addNote(converted, PATHS_CUT_NOTE);
   const content = converted.content;
   if (toolCallId === undefined) {
     if (converted.isError) throw new McpToolCallError(typeof content === "string" ? content : "MCP tool error");
@@ -436,6 +434,11 @@ function toToolOutput(
   });
 }
 
+function addNote(converted: ConvertedResult, text: string): void {
+  const note = converted.artifact?.note;
+  converted.artifact = { ...converted.artifact, note: note === undefined ? text : `${note}; ${text}` };
+}
+
 /** What the innermost handler saw of a stdio call's thread workspace, for the result's paths and change list. */
 export interface CallWorkspace {
   context?: PathContext;
@@ -445,10 +448,13 @@ export interface CallWorkspace {
   walkCut?: boolean;
   /** The workspace had more than `MAX_SNAPSHOT_ENTRIES` entries before or after the call: the changes are not listed. */
   tooLarge?: boolean;
+  /** The result's path translation did not finish within `tool_call_timeout`: its paths are shown as the server sent them. */
+  pathsCut?: boolean;
 }
 
 const WALK_CUT_NOTE = "workspace_changes not listed: the workspace walk did not finish within tool_call_timeout";
 const TOO_LARGE_NOTE = `workspace_changes not listed: the workspace has more than ${MAX_SNAPSHOT_ENTRIES} entries`;
+const PATHS_CUT_NOTE = "paths not translated: the file system did not answer within tool_call_timeout";
 
 /**
  * The workspace now, for the call's change list; `null` when it cannot be listed, the reason noted on `workspace` (a
@@ -496,12 +502,39 @@ function withTranslatedPaths(
   if (!context) return result;
   // Found once, for both: the usual result, naming no path, skips the file system and a promise.
   const references = pathReferences(result, protocolFields);
-  const translated = mayTranslatePaths(result, context, protocolFields, references) ? translateResultPaths(result, context, protocolFields, references) : result;
-  const named = context.named;
-  if (named === undefined) return translated;
-  return translated instanceof Promise
-    ? translated.then((done) => withNamedPaths(done, named, protocolFields))
-    : withNamedPaths(translated, named, protocolFields);
+  return mayTranslatePaths(result, context, protocolFields, references) ? translateResultPaths(result, context, protocolFields, references) : result;
+}
+
+/**
+ * A path translation the call's deadline may cut, as it cuts a walk: when `tool_call_timeout` runs out first, the result
+ * stays `untranslated` (noted on `workspace`; the file system call goes on unseen); when the call ends first (its
+ * `max_total_timeout`, the run's cancellation), the deadline's reason is thrown.
+ */
+async function translatedWithin(
+  translating: Promise<CallToolResult>,
+  untranslated: CallToolResult,
+  deadline: CallDeadline,
+  workspace: CallWorkspace,
+): Promise<CallToolResult> {
+  const translated = await new Promise<CallToolResult>((resolve, reject) => {
+    const cut = () => {
+      workspace.pathsCut = true;
+      resolve(untranslated);
+    };
+    deadline.walking(cut);
+    translating.then(
+      (result) => {
+        deadline.walked(cut);
+        resolve(result);
+      },
+      (err: unknown) => {
+        deadline.walked(cut);
+        reject(err);
+      },
+    );
+  });
+  if (deadline.hasStopped) throw deadline.reason;
+  return translated;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
@@ -591,7 +624,12 @@ export async function runDirectCall(
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome)) {
       // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
       if (nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) throw ownText(new McpToolCallError(tooDeepText(record)));
-      outcome = await withTranslatedPaths(outcome, workspace, protocolFields);
+      // Host paths the call was given for the model's /mnt/user-data ones first: shown as it wrote them, file or not.
+      const named = workspace.context?.named;
+      if (named !== undefined) outcome = withNamedPaths(outcome, named, protocolFields);
+      const translating = withTranslatedPaths(outcome, workspace, protocolFields);
+      // The file system may hang (a stalled mount): the call's deadline bounds the translation too.
+      outcome = translating instanceof Promise ? await translatedWithin(translating, outcome, deadline!, workspace) : translating;
     }
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
     unscrubbed(secrets.all());
