@@ -5,11 +5,13 @@ import { MAX_TIMER_SECONDS } from "../../lib/shared/timers";
 const build = (options: McpToolkitOptions) => () => createMcpToolkit({ env: {}, ...options });
 
 describe("toolkit options are checked at construction", () => {
-  test.each([1e7, MAX_TIMER_SECONDS + 0.001, 0, -1, Number.NaN, Number.POSITIVE_INFINITY])(
-    "httpSessionIdleSeconds %p is a RangeError naming the option (a timer would fire at once or never)",
-    (value) => {
-      expect(build({ httpSessionIdleSeconds: value })).toThrow(RangeError);
-      expect(build({ httpSessionIdleSeconds: value })).toThrow(/^McpToolkitOptions\.httpSessionIdleSeconds must be .* at most 2147483\.647/);
+  const idleOptions = ["httpSessionIdleSeconds", "temporaryStdioIdleSeconds"] as const;
+  test.each(idleOptions.flatMap((name) => [1e7, MAX_TIMER_SECONDS + 0.001, 0, -1, Number.NaN, Number.POSITIVE_INFINITY, "300"].map((value) => [name, value] as const)))(
+    "%s %p is a RangeError naming the option (a timer would fire at once or never)",
+    (name, value) => {
+      const options = { [name]: value } as McpToolkitOptions;
+      expect(build(options)).toThrow(RangeError);
+      expect(build(options)).toThrow(new RegExp(`^McpToolkitOptions\\.${name} must be .* at most 2147483\\.647`));
     },
   );
 
@@ -32,5 +34,8 @@ describe("toolkit options are checked at construction", () => {
     expect(build({ httpSessionIdleSeconds: MAX_TIMER_SECONDS })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: null })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: 0.2 })).not.toThrow();
+    expect(build({ temporaryStdioIdleSeconds: MAX_TIMER_SECONDS })).not.toThrow();
+    expect(build({ temporaryStdioIdleSeconds: null })).not.toThrow();
+    expect(build({ temporaryStdioIdleSeconds: 0.2 })).not.toThrow();
   });
 });

@@ -4,7 +4,8 @@
  * their stdio sessions leave no thread folder once they close; nor does a thread deleted through the API.
  */
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readlinkSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import * as path from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { makeTempDir, stdioFixture, writeConfig } from "../fixtures";
@@ -46,6 +47,21 @@ function toolAnswer(values: unknown): string {
   return String(tool.content);
 }
 
+/** The one live process working in `cwd` (the thread's stdio child). */
+function childIn(cwd: string): number {
+  const found = readdirSync("/proc")
+    .filter((name) => /^[0-9]+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === cwd;
+      } catch {
+        return false;
+      }
+    });
+  if (found.length !== 1) throw new Error(`expected one process in ${cwd}, found ${found.length}`);
+  return Number(found[0]);
+}
+
 function threadFolder(thread: string): string {
   return path.join(dataDir, "threads", thread);
 }
@@ -82,6 +98,24 @@ describe("stdio sessions of threads that are gone", () => {
       process.kill(pid, "SIGKILL");
       expect(await waitUntil(() => !alive(pid) && !existsSync(folder), 30_000)).toBe(true);
     }
+  });
+
+  test("what a stateless run's server left in the thread's temp folder goes with its folder; a kept thread's stays", async () => {
+    const input = { input: { messages: [{ role: "human", content: `fx_write_file {"path":".mcp/tmp/scratch/x","content":"x"}` }] } };
+    const write = (thread: string | null) => (thread === null ? client.runs.wait(null, "agent", input) : client.runs.wait(thread, "agent", input));
+    const before = new Set(await readdir(path.join(dataDir, "threads")).catch(() => [] as string[]));
+    toolAnswer(await write(null));
+    const { thread_id: kept } = await client.threads.create();
+    toolAnswer(await write(kept));
+    const [stateless] = (await readdir(path.join(dataDir, "threads"))).filter((name) => !before.has(name) && name !== kept);
+    expect(existsSync(path.join(threadFolder(stateless!), "user-data", "workspace", ".mcp", "tmp", "scratch", "x"))).toBe(true);
+    for (const thread of [stateless!, kept]) {
+      const pid = childIn(path.join(threadFolder(thread), "user-data", "workspace"));
+      process.kill(pid, "SIGKILL");
+      expect(await waitUntil(() => !alive(pid), 30_000)).toBe(true);
+    }
+    expect(await waitUntil(() => !existsSync(threadFolder(stateless!)), 30_000)).toBe(true);
+    expect(existsSync(path.join(threadFolder(kept), "user-data", "workspace", ".mcp", "tmp", "scratch", "x"))).toBe(true);
   });
 
   test("a thread deleted through the API leaves no empty folder once its session ended; a thread's files stay", async () => {

@@ -82,6 +82,13 @@ export interface McpToolkitOptions {
    */
   maxStdioSessions?: number;
   /**
+   * Seconds after which an unused stdio child of a LangGraph server's stateless run (a temporary thread, which the
+   * server deletes once the run ends) is closed (default 300; `null`: only `maxStdioSessions`, a reload or `close()`
+   * end it). Never during a call, nor while it holds a pending durable task; a child a run with a kept thread used is
+   * an ordinary one. At most `MAX_TIMER_SECONDS`; a larger value throws a RangeError.
+   */
+  temporaryStdioIdleSeconds?: number | null;
+  /**
    * Base folder of the thread workspaces (default `MCP_HARNESS_DATA_DIR`, else `./.mcp-harness`, from `cwd`). A
    * stdio child runs in `<dataDir>/threads/<thread>/user-data/workspace` with TMPDIR/TMP/TEMP in its `.mcp/tmp`
    * (mode 0700), unless the server's config sets `cwd` or those variables.
@@ -102,11 +109,13 @@ export interface McpToolkitOptions {
 
 /** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
 function checkToolkitOptions(options: McpToolkitOptions): void {
-  const idle = options.httpSessionIdleSeconds;
-  if (idle != null && !(typeof idle === "number" && idle > 0 && idle <= MAX_TIMER_SECONDS)) {
-    throw new RangeError(
-      `McpToolkitOptions.httpSessionIdleSeconds must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS} (about 24.8 days), or null to never close idle sessions`,
-    );
+  for (const name of ["httpSessionIdleSeconds", "temporaryStdioIdleSeconds"] as const) {
+    const idle = options[name];
+    if (idle != null && !(typeof idle === "number" && idle > 0 && idle <= MAX_TIMER_SECONDS)) {
+      throw new RangeError(
+        `McpToolkitOptions.${name} must be a number of seconds above 0 and at most ${MAX_TIMER_SECONDS} (about 24.8 days), or null to never close idle sessions`,
+      );
+    }
   }
   const load = options.interceptorLoadSeconds;
   if (load !== undefined && !(typeof load === "number" && load > 0 && load <= MAX_TIMER_SECONDS)) {
@@ -458,6 +467,7 @@ export class McpToolkit {
     });
     const custom = await this.customInterceptors(loaded.config.mcpInterceptors, loaded.path);
     const idle = this.options.httpSessionIdleSeconds;
+    const temporaryIdle = this.options.temporaryStdioIdleSeconds;
     const servers = new Map<string, ServerEntry>();
     const kept = this.kept;
     this.kept = null;
@@ -468,6 +478,7 @@ export class McpToolkit {
       maxHttpSessionsPerServer: this.options.maxHttpSessionsPerServer,
       stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,
       maxStdioSessions: this.options.maxStdioSessions,
+      temporaryStdioIdleMs: temporaryIdle == null ? temporaryIdle : temporaryIdle * 1000,
       dataDir: this.dataDir,
       secretsFor: (serverName) => servers.get(serverName)?.target.secrets ?? [],
     });

@@ -70,7 +70,7 @@ export interface AcquireOptions {
 interface Entry {
   readonly key: string;
   readonly serverName: string;
-  /** HTTP/SSE sessions close after being idle; stdio sessions are long-lived. */
+  /** HTTP/SSE sessions close after being idle; stdio sessions are long-lived, but for a temporary thread's (see `idleTemporary`). */
   readonly closesWhenIdle: boolean;
   /** Secrets calls on this session carried; see `McpSession.rememberSecrets`. */
   readonly secrets: Set<string>;
@@ -103,6 +103,7 @@ interface Entry {
   session?: McpSession;
   inFlight: number;
   closing: boolean;
+  /** HTTP/SSE, and stdio of a temporary thread: closes the session once it has been idle for the pool's bound. */
   idleTimer?: NodeJS.Timeout;
   /** stdio: whether the child has exited (set once connected). */
   exited?: () => boolean;
@@ -147,11 +148,19 @@ export interface SessionPoolOptions {
    * where the config says (or in the host's cwd).
    */
   dataDir?: string;
+  /**
+   * A stdio session of a temporary thread (`SessionScope.temporary`: a stateless run's, which the server deleted once
+   * the run ended) nobody used for this long is closed (default 300 s; `null`: only the bound, a reload or `close()`
+   * end it). Never while a call runs, nor while the child holds a pending durable task (see `holdTask`), nor once a run
+   * that is not temporary used it.
+   */
+  temporaryStdioIdleMs?: number | null;
   /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
   sessionDeleteTimeoutMs?: number;
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
+export const DEFAULT_TEMPORARY_STDIO_IDLE_MS = 300_000;
 export const DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER = 64;
 export const DEFAULT_MAX_STDIO_SESSIONS = 256;
 /** Distinct secrets one stdio session is sent before it is replaced (it remembers them all until then). */
@@ -180,6 +189,7 @@ export class SessionPool {
   /** Live HTTP/SSE entries per server. */
   private readonly httpCounts = new Map<string, number>();
   private readonly httpIdleMs: number | null;
+  private readonly temporaryIdleMs: number | null;
   private readonly secretsFor: (serverName: string) => readonly string[];
   private readonly maxHttpSessions: number;
   private readonly maxStdioSessions: number;
@@ -201,6 +211,7 @@ export class SessionPool {
     options: SessionPoolOptions = {},
   ) {
     this.httpIdleMs = options.httpIdleMs === undefined ? DEFAULT_HTTP_SESSION_IDLE_MS : options.httpIdleMs;
+    this.temporaryIdleMs = options.temporaryStdioIdleMs === undefined ? DEFAULT_TEMPORARY_STDIO_IDLE_MS : options.temporaryStdioIdleMs;
     this.secretsFor = options.secretsFor ?? (() => []);
     this.maxHttpSessions = options.maxHttpSessionsPerServer ?? DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER;
     this.maxStdioSessions = options.maxStdioSessions ?? DEFAULT_MAX_STDIO_SESSIONS;
@@ -277,7 +288,11 @@ export class SessionPool {
   /** A call acquires `entry`: it is the newest, and no longer temporary once a run that is not uses it. */
   private markUsed(entry: Entry, scope: SessionScope | undefined): void {
     this.markNewest(entry);
-    if (entry.temporary && !scope?.temporary) entry.temporary = false;
+    if (entry.temporary && !scope?.temporary) {
+      entry.temporary = false;
+      clearTimeout(entry.idleTimer);
+      entry.idleTimer = undefined;
+    }
   }
 
   /** Moves `entry` to the most recently used end of the pool (eviction takes from the other end). */
@@ -309,7 +324,10 @@ export class SessionPool {
       void this.closeEntry(entry);
       return;
     }
-    if (!entry.closesWhenIdle) return;
+    if (!entry.closesWhenIdle) {
+      if (entry.temporary) this.idleTemporary(entry);
+      return;
+    }
     this.trim(entry.serverName);
     if (this.httpIdleMs !== null && this.entries.get(entry.key) === entry) {
       // One timer per session, restarted on each release; one that fires while a call runs does nothing.
@@ -321,6 +339,32 @@ export class SessionPool {
         entry.idleTimer.unref();
       }
     }
+  }
+
+  /**
+   * Starts, or restarts, the idle count of a connected stdio session of a temporary thread that just became idle: the
+   * server deleted its thread once the run ended, so the child (a node or python process, often hundreds of MB) would
+   * otherwise wait for the bound. At the end of the count it closes only if it is still idle, still temporary and holds
+   * no pending durable task: the bound, under pressure, may close such a child last of all, but time alone never
+   * does (a server keeping its jobs in the process would not know them in a new child); the count restarts when its
+   * last pending task ends.
+   */
+  private idleTemporary(entry: Entry): void {
+    const idleMs = this.temporaryIdleMs;
+    if (idleMs === null || !entry.session || entry.closing || this.entries.get(entry.key) !== entry) return;
+    if (entry.idleTimer) {
+      entry.idleTimer.refresh();
+      return;
+    }
+    entry.idleTimer = setClampedTimeout(() => {
+      if (entry.inFlight > 0 || !entry.temporary || (entry.tasks?.size ?? 0) > 0 || this.entries.get(entry.key) !== entry) return;
+      this.logger.debug(
+        `closing the stdio MCP session of server '${entry.serverName}' of a stateless run's thread, idle for ` +
+          `${idleMs / 1000}s (temporaryStdioIdleSeconds)`,
+      );
+      this.drain(entry);
+    }, idleMs);
+    entry.idleTimer.unref();
   }
 
   /**
@@ -605,7 +649,7 @@ export class SessionPool {
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
     if (!pending) {
-      entry.tasks?.delete(remoteId);
+      if (entry.tasks?.delete(remoteId) && entry.tasks.size === 0 && entry.temporary && entry.inFlight === 0) this.idleTemporary(entry);
       return;
     }
     const tasks = (entry.tasks ??= new Set());
@@ -728,7 +772,9 @@ export class SessionPool {
     workspace.leave(entry.secrets);
     const paths = entry.paths;
     if (paths === undefined) return;
-    void this.track(removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0).then(() => undefined));
+    // A temporary thread's temp files belong to processes that are gone (the removal checks none works there), and
+    // nobody will come back for them: they go too, so that its skeleton can.
+    void this.track(removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0, entry.temporary === true).then(() => undefined));
   }
 
   /** What the session of `entry` remembers: its workspace's secrets, else its own (the same array until it changes). */

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, readlink, realpath, rmdir } from "node:fs/promises";
+import { lstat, readdir, readFile, readlink, realpath, rmdir, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
 import { inBatches } from "./session-processes";
@@ -10,6 +10,7 @@ import type { ThreadPaths } from "./workspace";
  * Such a folder is left by every stdio session of a thread that never wrote anything: a stateless run's temporary
  * thread (the LangGraph server deletes the thread, never our folder), a thread deleted through the API, or one whose
  * tools only read. Only empty folders are removed (`rmdir`), so a file anyone wrote meanwhile stops the removal there.
+ * One exception: the private temp folder of a temporary thread (see `clearTemporaryTmp`).
  *
  * Process-wide, like `WorkspaceSecrets`: a session of the thread that starts while its folder is being removed (in this
  * pool, or in one retired by a reload or its successor) waits for the removal before it creates the folder again.
@@ -31,15 +32,17 @@ export function threadFolderRemoval(paths: ThreadPaths): Promise<void> | undefin
 /**
  * Removes the thread folder of `paths` if it holds only the empty skeleton `ensureThreadPaths` creates and no process
  * runs in it. `unused` is asked at once, before the removal is registered: a session of the thread that joined its
- * workspace before that keeps the folder; one that joins after waits (`threadFolderRemoval`). Resolves to whether the
- * folder was removed; never rejects.
+ * workspace before that keeps the folder; one that joins after waits (`threadFolderRemoval`). With `temporary` (the
+ * last session of a stateless run's thread, which the server deleted), what is in its `.mcp/tmp` does not keep it: the
+ * temp files of processes that are gone are removed first (`clearTemporaryTmp`). Resolves to whether the folder was
+ * removed; never rejects.
  */
-export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean): Promise<boolean> {
+export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, temporary = false): Promise<boolean> {
   const folder = threadFolderOf(paths);
   const before = removals.get(folder);
   if (before === undefined && !unused()) return Promise.resolve(false);
   // Another removal of the folder under way (one whose session's creation was abandoned meanwhile): this one follows it.
-  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths) : false)).catch(() => false);
+  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths, temporary) : false)).catch(() => false);
   const settled = removing.then(() => undefined);
   removals.set(folder, settled);
   void settled.then(() => {
@@ -48,10 +51,12 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean):
   return removing;
 }
 
-async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boolean> {
+async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: boolean): Promise<boolean> {
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
   const present: string[] = [];
   const uid = process.geteuid?.();
+  /** Set when the skeleton is complete but for what its temp folder holds, which `temporary` lets go. */
+  let tmpToClear: { dir: string; dev: number; uid: number } | undefined;
   for (const [index, dir] of chain.entries()) {
     const info = await lstat(dir).catch(() => undefined);
     // lstat: a symbolic link (or a file) anywhere is not what the harness created, and is never followed.
@@ -62,6 +67,11 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boo
     const names = await readdir(dir);
     if (names.length === 0) break;
     const next = chain[index + 1];
+    // Only where `someProcessIn` can see the processes that may still use it (Linux's /proc).
+    if (next === undefined && temporary && uid !== undefined && process.platform === "linux") {
+      tmpToClear = { dir, dev: info.dev, uid };
+      break;
+    }
     if (next === undefined || names.length > 1 || names[0] !== nodePath.basename(next)) return false;
   }
   // A process running in the folder (a child of another host process sharing the data dir, a process a server left
@@ -69,6 +79,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boo
   // real path: a data dir reached through a link is compared as that.
   const real = await realpath(folder).catch(() => undefined);
   if (real === undefined || (await someProcessIn(real))) return false;
+  if (tmpToClear !== undefined && !(await clearTemporaryTmp(tmpToClear.dir, tmpToClear.dev, tmpToClear.uid))) return false;
   for (const dir of present.reverse()) {
     try {
       await rmdir(dir);
@@ -78,6 +89,45 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths): Promise<boo
     }
   }
   return true;
+}
+
+/** Entries one clearing of a temporary thread's temp folder removes at most: a larger tree stays, and keeps the folder. */
+const TMP_CLEAR_MAX_ENTRIES = 10_000;
+/** Folder depth below `.mcp/tmp` it descends to at most. */
+const TMP_CLEAR_MAX_DEPTH = 32;
+
+/**
+ * Empties the temp folder `tmp` (`.mcp/tmp` of a temporary thread, checked to be a real folder of `uid` on device `dev`
+ * that no process works in or was given as its temp folder): what is there belongs to processes that are gone, and the
+ * thread is gone too. Only entries of `uid` on the same device are removed; a symbolic link is removed itself, never
+ * followed; a folder of another user, a mount point, a tree deeper or larger than the bounds, or an entry that cannot be
+ * removed stays, and so does the thread folder. Resolves to whether `tmp` is empty now. Between an entry's `lstat` and
+ * its removal only a process of the host's user could swap it (the folders are 0700), and none uses the folder.
+ */
+async function clearTemporaryTmp(tmp: string, dev: number, uid: number): Promise<boolean> {
+  const budget = { left: TMP_CLEAR_MAX_ENTRIES };
+  const clear = async (dir: string, depth: number): Promise<boolean> => {
+    const names = await readdir(dir).catch(() => undefined);
+    if (names === undefined) return false;
+    let emptied = true;
+    for (const name of names) {
+      if (budget.left <= 0) return false;
+      budget.left -= 1;
+      const entry = nodePath.join(dir, name);
+      const info = await lstat(entry).catch(() => undefined);
+      if (info === undefined) continue;
+      if (info.uid !== uid || info.dev !== dev) {
+        emptied = false;
+        continue;
+      }
+      const removed = info.isDirectory()
+        ? depth < TMP_CLEAR_MAX_DEPTH && (await clear(entry, depth + 1)) && (await rmdir(entry).then(() => true, () => false))
+        : await unlink(entry).then(() => true, () => false);
+      if (!removed) emptied = false;
+    }
+    return emptied;
+  };
+  return clear(tmp, 0);
 }
 
 const PROC = "/proc";
