@@ -26,8 +26,6 @@ describe("hostArguments", () => {
     ["a whole path", `${V}/workspace/a.txt`, `${HOST}/workspace/a.txt`],
     ["a whole path with spaces", `${V}/workspace/Q1 report.pdf`, `${HOST}/workspace/Q1 report.pdf`],
     ["the folder itself", V, HOST],
-    ["paths in a command line", `cat ${V}/workspace/a.txt ${V}/outputs/b.md|wc -l`, `cat ${HOST}/workspace/a.txt ${HOST}/outputs/b.md|wc -l`],
-    ["a path after '=' and in quotes", `--out=${V}/outputs/r.md "${V}/workspace/x"`, `--out=${HOST}/outputs/r.md "${HOST}/workspace/x"`],
     ["a file:// URL", `file://${V}/workspace/my%20file.txt#L3`, `${pathToFileURL(HOST).href}/workspace/my%20file.txt#L3`],
     ["'..' that stays inside", `${V}/workspace/../outputs/r.md`, `${HOST}/workspace/../outputs/r.md`],
   ])("translated: %s", (_name, input, expected) => {
@@ -36,7 +34,12 @@ describe("hostArguments", () => {
 
   test.each([
     ["a path leaving the folder with '..'", `${V}/../../etc/passwd`],
-    ["a path leaving it after a space", `see ${V}/workspace/../../../x`],
+    ["a path leaving it after a space", `${V}/workspace/a b/../../../x`],
+    ["paths in a command line", `cat ${V}/workspace/a.txt ${V}/outputs/b.md|wc -l`],
+    ["a path after an option", `--out=${V}/outputs/r.md`],
+    ["a file's content linking a path (for a UI that knows the folder)", `# Report\n![chart](${V}/outputs/chart.png)`],
+    ["two paths", `${V}/a.txt ${V}/b.txt`],
+    ["a path and a second line", `${V}/a.txt\nmore`],
     ["a longer folder name", `${V}-old/a.txt`],
     ["a path inside a URL", `https://example.com${V}/a.txt`],
     ["a remote path (scp)", `host:${V}/a.txt`],
@@ -119,20 +122,22 @@ describe("through stdio and HTTP tools in a ToolNode", () => {
     expect(JSON.stringify(message.content)).not.toContain(dataDir);
   });
 
-  test("the stdio server is sent host paths; a path leaving the folder is sent as written", async () => {
-    const value = { path: `${V}/workspace/x.txt`, cmd: `ls ${V}/outputs`, escape: `${V}/../../etc/passwd`, key: { [`${V}/k`]: 1 } };
+  test("the stdio server is sent host paths for whole paths; a path leaving the folder, or inside a longer text, is sent as written", async () => {
+    const value = { path: `${V}/workspace/x.txt`, list: [`${V}/outputs`], cmd: `ls ${V}/outputs`, escape: `${V}/../../etc/passwd`, key: { [`${V}/k`]: 1 } };
     const message = await callThroughGraph(graph, "local_received", { value }, run);
     expect(decoded(message)).toEqual({
       path: `${userData()}/workspace/x.txt`,
-      cmd: `ls ${userData()}/outputs`,
+      list: [`${userData()}/outputs`],
+      cmd: `ls ${V}/outputs`,
       escape: `${V}/../../etc/passwd`,
       key: { [`${V}/k`]: 1 },
     });
   });
 
   test("a missing file the model named is echoed back as the model wrote it, not as the host path", async () => {
-    const message = await callThroughGraph(graph, "local_echo", { text: `cannot open ${V}/workspace/missing.txt` }, run);
-    expect(message.content).toBe(`cannot open ${V}/workspace/missing.txt`);
+    // The echo fixture answers the text it was sent: the host path of a file that does not exist.
+    const message = await callThroughGraph(graph, "local_echo", { text: `${V}/workspace/missing.txt` }, run);
+    expect(message.content).toBe(`${V}/workspace/missing.txt`);
   });
 
   test("an HTTP server has no thread folder: it is sent the arguments as written", async () => {

@@ -18,18 +18,14 @@ export interface HostArguments {
 /** Arguments are read this deep; what nests deeper is sent as it is. */
 const MAX_DEPTH = 64;
 const FILE_SCHEME = "file://";
-/** What may stand right before a virtual path for it to be one: the start, a space, a quote, `=`, a bracket, … */
-const BEFORE = new Set([..." \t\n\r\v\f'\"`=([{,;<>|&"]);
-/** What ends a virtual path inside a longer string (a command line): a space, a quote, a shell operator, … */
-const AFTER = new Set([..." \t\n\r\v\f'\"`<>|;&(){}[],"]);
 
 /**
  * The model only ever sees the thread's files as `/mnt/user-data/…` (results are translated so), and hands such paths
- * back to the tools: in a stdio call's string arguments, a `/mnt/user-data` path (or `file:///mnt/user-data/…` URL)
- * becomes the host path of the thread's `user-data` folder, so the server finds what the model saw. Only at a word's
- * start (`https://h/mnt/user-data` and `host:/mnt/user-data` are someone else's), only a path that stays inside the
- * folder once normalized (`/mnt/user-data/../x` is left as it is), and a string that is one such path is read whole (a
- * name with spaces). Object keys are not read. `undefined` when nothing changes, the usual case.
+ * back to the tools: a string argument of a stdio call that is one `/mnt/user-data` path (or `file:///mnt/user-data/…`
+ * URL), as a whole, becomes the host path of the thread's `user-data` folder, so the server finds what the model saw;
+ * unless it leaves the folder once normalized (`/mnt/user-data/../x`). A path inside a longer text is left as it is:
+ * the text may be a file's content (a report linking `/mnt/user-data/outputs/chart.png` for a UI that knows that
+ * folder) as well as a command line. Object keys are not read. `undefined` when nothing changes, the usual case.
  */
 export function hostArguments(args: Record<string, unknown>, userData: string): HostArguments | undefined {
   const named = new Map<string, string>();
@@ -63,26 +59,17 @@ function hostValue(value: unknown, userData: string, named: Map<string, string>,
 }
 
 function hostText(text: string, userData: string, named: Map<string, string>): string {
-  let out = "";
-  let copied = 0;
-  for (let at = text.indexOf(VIRTUAL_USER_DATA); at !== -1; at = text.indexOf(VIRTUAL_USER_DATA, at + 1)) {
-    if (at < copied) continue;
-    const url = at >= FILE_SCHEME.length && text.slice(at - FILE_SCHEME.length, at).toLowerCase() === FILE_SCHEME;
-    const start = url ? at - FILE_SCHEME.length : at;
-    if (start > 0 && !BEFORE.has(text[start - 1])) continue;
-    const after = at + VIRTUAL_USER_DATA.length;
-    if (after < text.length && text[after] !== "/" && !AFTER.has(text[after])) continue;
-    let end = after;
-    // A string that is one path is read whole: a name may hold a space.
-    if (start === 0 && text.indexOf(VIRTUAL_USER_DATA, after) === -1) end = text.length;
-    else while (end < text.length && !AFTER.has(text[end])) end += 1;
-    const host = hostForm(text.slice(after, end), userData, url);
-    if (host === undefined) continue;
-    named.set(host, text.slice(start, end));
-    out += text.slice(copied, start) + host;
-    copied = end;
-  }
-  return copied === 0 ? text : out + text.slice(copied);
+  const url = text.slice(0, FILE_SCHEME.length).toLowerCase() === FILE_SCHEME;
+  const at = url ? FILE_SCHEME.length : 0;
+  if (!text.startsWith(VIRTUAL_USER_DATA, at)) return text;
+  const after = at + VIRTUAL_USER_DATA.length;
+  if (after < text.length && text[after] !== "/") return text;
+  // One path, not a text that mentions several or spans lines.
+  if (text.includes(VIRTUAL_USER_DATA, after) || /[\n\r]/.test(text)) return text;
+  const host = hostForm(text.slice(after), userData, url);
+  if (host === undefined) return text;
+  named.set(host, text);
+  return host;
 }
 
 /** `rest` (what follows `/mnt/user-data`) on the host, or undefined when it leaves the folder or is not a path. */
