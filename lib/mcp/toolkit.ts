@@ -105,6 +105,11 @@ export interface McpToolkitOptions {
    * and the runtime's own calls (status polls, cancels) run through this toolkit's sessions.
    */
   taskRuntime?: ToolkitTaskHooks;
+  /**
+   * The clock the sweep of empty thread folders left by a killed host reads (a folder must be unchanged for some
+   * minutes to go); mostly for tests, as the task runtime's `clock`.
+   */
+  clock?: () => Date;
 }
 
 /** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
@@ -472,6 +477,7 @@ export class McpToolkit {
     const kept = this.kept;
     this.kept = null;
     const same = kept !== null && kept.path === loaded.path && signaturesEqual(kept.signature, loaded.signature);
+    const clock = this.options.clock;
     if (kept && !same) this.retirePool(kept.pool);
     const pool = same ? kept.pool : new SessionPool(this.logger, {
       httpIdleMs: idle == null ? idle : idle * 1000,
@@ -480,6 +486,7 @@ export class McpToolkit {
       maxStdioSessions: this.options.maxStdioSessions,
       temporaryStdioIdleMs: temporaryIdle == null ? temporaryIdle : temporaryIdle * 1000,
       dataDir: this.dataDir,
+      ...(clock ? { now: () => clock().getTime() } : {}),
       secretsFor: (serverName) => servers.get(serverName)?.target.secrets ?? [],
     });
     for (const [serverName, server] of Object.entries(loaded.config.mcpServers)) {

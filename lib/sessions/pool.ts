@@ -18,6 +18,7 @@ import { ProgressRouter } from "./progress";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
 import { removeThreadSkeleton, threadFolderRemoval } from "./thread-folders";
+import { sweepThreadFoldersOnce } from "./thread-sweep";
 import { WorkspaceSecrets, workspaceSessionCount } from "./workspace-secrets";
 
 export interface McpSession {
@@ -157,6 +158,8 @@ export interface SessionPoolOptions {
   temporaryStdioIdleMs?: number | null;
   /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
   sessionDeleteTimeoutMs?: number;
+  /** The clock (epoch ms) the sweep of thread folders a killed host left compares change times with; for tests. */
+  now?: () => number;
 }
 
 export const DEFAULT_HTTP_SESSION_IDLE_MS = 300_000;
@@ -197,6 +200,13 @@ export class SessionPool {
   private stdioCount = 0;
   /** The sweep for processes of sessions a killed host left (`endOrphanedSessionsOnce`), begun with the first stdio session. */
   private orphanSweep: Promise<void> | undefined;
+  /**
+   * The sweep of the empty thread folders a killed host left (`sweepThreadFoldersOnce`), begun after the orphan sweep
+   * (whose processes may still work there); no call waits for it, `close()` stops it and waits for it.
+   */
+  private threadSweep: Promise<void> | undefined;
+  private readonly stopThreadSweep = new AbortController();
+  private readonly now: (() => number) | undefined;
   /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
   private readonly draining = new Set<Entry>();
   /** Sessions being closed: `close()` waits for them, so nothing a pool opened outlives it. */
@@ -218,6 +228,7 @@ export class SessionPool {
     this.dataDir = options.dataDir;
     this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
     this.deleteTimeoutMs = options.sessionDeleteTimeoutMs ?? DEFAULT_SESSION_DELETE_TIMEOUT_MS;
+    this.now = options.now;
   }
 
   get isRetired(): boolean {
@@ -489,7 +500,7 @@ export class SessionPool {
   private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
     const { key, serverName } = entry;
     const stdio = server.type === "stdio";
-    if (stdio) this.orphanSweep ??= endOrphanedSessionsOnce(this.logger);
+    if (stdio) this.startSweeps();
     const scope = stdio ? (opts.scope ?? DEFAULT_SCOPE) : undefined;
     const paths = entry.paths;
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
@@ -646,6 +657,18 @@ export class SessionPool {
     return session;
   }
 
+  /**
+   * With the first stdio session: the sweep of the processes a killed host left, then (they may still work in its
+   * thread folders) that of the empty folders it left. A session waits for the first only.
+   */
+  private startSweeps(): void {
+    const orphans = (this.orphanSweep ??= endOrphanedSessionsOnce(this.logger));
+    const dataDir = this.dataDir;
+    if (dataDir === undefined || this.threadSweep !== undefined) return;
+    const options = { signal: this.stopThreadSweep.signal, ...(this.now ? { now: this.now } : {}) };
+    this.threadSweep = orphans.then(() => sweepThreadFoldersOnce(dataDir, this.logger, options)).catch(() => undefined);
+  }
+
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
     if (!pending) {
@@ -694,10 +717,12 @@ export class SessionPool {
   async close(): Promise<void> {
     this.retired = true;
     this.closed = true;
+    this.stopThreadSweep.abort();
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
     // A closing may start another (a child's exit ends what it started): wait until none is left.
     while (this.closings.size > 0) await Promise.all([...this.closings]);
     await this.orphanSweep;
+    await this.threadSweep;
   }
 
   /** Closes `entry` once: its session, or its creation (aborted with `reason`) and whatever child it started. */

@@ -34,15 +34,18 @@ export function threadFolderRemoval(paths: ThreadPaths): Promise<void> | undefin
  * runs in it. `unused` is asked at once, before the removal is registered: a session of the thread that joined its
  * workspace before that keeps the folder; one that joins after waits (`threadFolderRemoval`). With `temporary` (the
  * last session of a stateless run's thread, which the server deleted), what is in its `.mcp/tmp` does not keep it: the
- * temp files of processes that are gone are removed first (`clearTemporaryTmp`). Resolves to whether the folder was
- * removed; never rejects.
+ * temp files of processes that are gone are removed first (`clearTemporaryTmp`). With `changedBefore` (epoch ms; the
+ * sweep of folders a killed host left, see `sweepThreadFolders`), a level whose change time is later keeps the folder:
+ * another host sharing the data dir may be preparing a session there (its `ensureThreadPaths` creates levels or makes
+ * `.mcp` and `.mcp/tmp` private again, which moves their change time) and no count of this process knows it. Resolves
+ * to whether the folder was removed; never rejects.
  */
-export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, temporary = false): Promise<boolean> {
+export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, temporary = false, changedBefore?: number): Promise<boolean> {
   const folder = threadFolderOf(paths);
   const before = removals.get(folder);
   if (before === undefined && !unused()) return Promise.resolve(false);
   // Another removal of the folder under way (one whose session's creation was abandoned meanwhile): this one follows it.
-  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths, temporary) : false)).catch(() => false);
+  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths, temporary, changedBefore) : false)).catch(() => false);
   const settled = removing.then(() => undefined);
   removals.set(folder, settled);
   void settled.then(() => {
@@ -51,7 +54,7 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, 
   return removing;
 }
 
-async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: boolean): Promise<boolean> {
+async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: boolean, changedBefore?: number): Promise<boolean> {
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
   const present: string[] = [];
   const uid = process.geteuid?.();
@@ -63,6 +66,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: b
     if (info === undefined || info.isSymbolicLink() || !info.isDirectory()) return false;
     // Another user's folder is not one this process created, and that user's processes may be hidden from /proc here.
     if (uid !== undefined && info.uid !== uid) return false;
+    if (changedBefore !== undefined && changedSince(info, changedBefore)) return false;
     present.push(dir);
     const names = await readdir(dir);
     if (names.length === 0) break;
@@ -79,6 +83,9 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: b
   // real path: a data dir reached through a link is compared as that.
   const real = await realpath(folder).catch(() => undefined);
   if (real === undefined || (await someProcessIn(real))) return false;
+  // Asked again after the scan of /proc (the longest step): a host that began preparing a session meanwhile is seen
+  // now; one that begins between this and the removal is the race `sweepThreadFolders` explains.
+  if (changedBefore !== undefined && !(await unchangedSince(present, changedBefore))) return false;
   if (tmpToClear !== undefined && !(await clearTemporaryTmp(tmpToClear.dir, tmpToClear.dev, tmpToClear.uid))) return false;
   for (const dir of present.reverse()) {
     try {
@@ -87,6 +94,19 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: b
       // Something was created meanwhile (ENOTEMPTY), or the folder went (ENOENT): what is left stays.
       return false;
     }
+  }
+  return true;
+}
+
+/** Whether a folder's contents or attributes changed at `since` (epoch ms) or later. */
+function changedSince(info: { ctimeMs: number; mtimeMs: number }, since: number): boolean {
+  return Math.max(info.ctimeMs, info.mtimeMs) >= since;
+}
+
+async function unchangedSince(dirs: readonly string[], since: number): Promise<boolean> {
+  for (const dir of dirs) {
+    const info = await lstat(dir).catch(() => undefined);
+    if (info === undefined || changedSince(info, since)) return false;
   }
   return true;
 }

@@ -41,7 +41,20 @@ export interface ThreadPaths {
 }
 
 export function threadPaths(dataDir: string, threadId: string): ThreadPaths {
-  const userData = nodePath.join(dataDir, "threads", threadFolderName(threadId), "user-data");
+  return threadPathsOfFolder(dataDir, threadFolderName(threadId));
+}
+
+/** A name `threadFolderName` gives: a safe id as it is, or `~` and a sha256 in hex. */
+const THREAD_FOLDER_NAME = /^(?:[A-Za-z0-9_-]{1,128}|~[0-9a-f]{64})$/;
+
+/** Whether `name`, an entry of `<data dir>/threads`, is one `threadFolderName` could have given. */
+export function isThreadFolderName(name: string): boolean {
+  return THREAD_FOLDER_NAME.test(name);
+}
+
+/** `threadPaths` of the folder `<data dir>/threads/<folder>` (a name `threadFolderName` gave). */
+export function threadPathsOfFolder(dataDir: string, folder: string): ThreadPaths {
+  const userData = nodePath.join(dataDir, "threads", folder, "user-data");
   const workspace = nodePath.join(userData, "workspace");
   return { userData, workspace, tmp: nodePath.join(workspace, INTERNAL_DIR_NAME, "tmp") };
 }
