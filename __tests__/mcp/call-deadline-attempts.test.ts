@@ -185,10 +185,13 @@ describe("path translation after the call, on a hung file system", () => {
   let dataDir: string;
   let held: BusyPool | undefined;
   let hold = false;
+  /** Aborted once the server answered (a run cancelled then), when set. */
+  let cancelAfterAnswer: AbortController | undefined;
   // Once the server answered, every thread of libuv's pool blocks: the translation's realpath/stat wait behind them.
   const holdPool: McpToolInterceptor = async (request, next) => {
     const result = await next(request);
     if (hold) held = BusyPool.hold(fifos);
+    cancelAfterAnswer?.abort(new Error("run cancelled"));
     return result;
   };
   beforeAll(async () => {
@@ -198,6 +201,7 @@ describe("path translation after the call, on a hung file system", () => {
       mcpServers: {
         local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["echo"] }), tool_call_timeout: 0.2 },
         capped: { type: "stdio", ...stdioFixture({ name: "capped", toolNames: ["echo"] }), tool_call_timeout: null, max_total_timeout: 0.3 },
+        untimed: { type: "stdio", ...stdioFixture({ name: "untimed", toolNames: ["echo"] }), tool_call_timeout: null, max_total_timeout: 10 },
       },
     });
     toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir, interceptors: [holdPool] });
@@ -248,6 +252,24 @@ describe("path translation after the call, on a hung file system", () => {
       held = undefined;
     }
   }, 20_000);
+
+  test("a run cancelled meanwhile: the answer reaches the caller untranslated at once, not when max_total_timeout ends the call", async () => {
+    // A durable submit's caller needs the answer to cancel the job it started (see call-deadline-review.test.ts).
+    const file = await workspaceFile("t-cancel");
+    const scope = { userId: "u", threadId: "t-cancel" };
+    const call = (signal?: AbortSignal) => toolkit.callTool({ server: "untimed", tool: "echo", args: { text: file }, scope, signal });
+    expect(await call()).toEqual({ content: [{ type: "text", text: "/mnt/user-data/workspace/report.txt" }] });
+    hold = true;
+    cancelAfterAnswer = new AbortController();
+    try {
+      expect(await call(cancelAfterAnswer.signal)).toEqual({ content: [{ type: "text", text: file }] });
+    } finally {
+      hold = false;
+      cancelAfterAnswer = undefined;
+      await held?.release();
+      held = undefined;
+    }
+  }, 30_000);
 });
 
 describe("max_total_timeout while a stdio child starts", () => {

@@ -9,8 +9,9 @@ import { pathToFileURL } from "node:url";
 import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { hostArguments, threadFolderName, withNamedPaths } from "../../lib/sessions";
+import type { McpToolInterceptor } from "../../lib/shared/interceptor";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolCalls, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { startHttpFixture, type HttpFixture } from "../fixtures/http-server";
 import { stdioFixture } from "../fixtures/stdio";
 
@@ -85,6 +86,42 @@ describe("hostArguments", () => {
   });
 });
 
+describe("the echo of a named host path", () => {
+  const named = (value: string) => hostArguments({ value }, HOST)!.named;
+  const restoreNamedPaths = (text: string, map: ReadonlyMap<string, string>): unknown =>
+    withNamedPaths({ content: [{ type: "text", text }] }, map).content[0];
+
+  test("is not restored where it is the tail of a longer path or URL, which names something else", () => {
+    const map = named(`${V}/outputs/a.txt`);
+    const text = [
+      `saved ${HOST}/outputs/a.txt`,
+      `backup /var/backups${HOST}/outputs/a.txt`,
+      `download http://127.0.0.1:8000${HOST}/outputs/a.txt`,
+      `copied to host:${HOST}/outputs/a.txt`,
+      `link file://${HOST}/outputs/a.txt`,
+    ].join("\n");
+    expect(restoreNamedPaths(text, map)).toEqual({
+      type: "text",
+      text: [
+        `saved ${V}/outputs/a.txt`,
+        `backup /var/backups${HOST}/outputs/a.txt`,
+        `download http://127.0.0.1:8000${HOST}/outputs/a.txt`,
+        `copied to host:${HOST}/outputs/a.txt`,
+        `link file://${V}/outputs/a.txt`,
+      ].join("\n"),
+    });
+  });
+
+  test("of a file:// URL is also restored as the path it names, which a server given a URL answers with", () => {
+    const map = named(`file://${V}/workspace/my%20notes.txt#L2`);
+    expect(restoreNamedPaths(`cannot open ${HOST}/workspace/my notes.txt`, map)).toEqual({ type: "text", text: `cannot open ${V}/workspace/my notes.txt` });
+    expect(restoreNamedPaths(`see ${pathToFileURL(HOST).href}/workspace/my%20notes.txt#L2`, map)).toEqual({
+      type: "text",
+      text: `see file://${V}/workspace/my%20notes.txt#L2`,
+    });
+  });
+});
+
 describe("through stdio and HTTP tools in a ToolNode", () => {
   let toolkit: McpToolkit;
   let graph: ToolNodeGraph;
@@ -98,7 +135,7 @@ describe("through stdio and HTTP tools in a ToolNode", () => {
     http = await startHttpFixture({ name: "remote", toolNames: ["received"] });
     const configPath = await writeConfig(await makeTempDir("mcp-argpaths-cfg-"), {
       mcpServers: {
-        local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file", "echo", "received"] }) },
+        local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["write_file", "echo", "received", "open_file", "rpc_error", "progress"] }) },
         remote: { type: "http", url: http.url },
       },
     });
@@ -140,8 +177,53 @@ describe("through stdio and HTTP tools in a ToolNode", () => {
     expect(message.content).toBe(`${V}/workspace/missing.txt`);
   });
 
+  test("a missing file named by a file:// URL, which the server answers with the path it names, is shown as the model wrote it", async () => {
+    const message = await callThroughGraph(graph, "local_open_file", { path: `file://${V}/workspace/my%20missing.txt` }, run);
+    expect(message.content).toBe(`cannot open ${V}/workspace/my missing.txt`);
+  });
+
+  test("a JSON-RPC error quoting the host path it was given shows it as the model wrote it", async () => {
+    const message = await callThroughGraph(graph, "local_rpc_error", { message: `${V}/outputs/locked.txt` }, run);
+    expect(message.status).toBe("error");
+    expect(message.content).toContain(`${V}/outputs/locked.txt`);
+    expect(String(message.content)).not.toContain(dataDir);
+  });
+
+  test("a progress message quoting the host path it was given reaches the stream as the model wrote it", async () => {
+    const stream = await graph.stream(
+      { messages: [toolCalls([{ name: "local_progress", args: { steps: 1, say: `${V}/uploads/big.csv` } }])] },
+      { ...run, streamMode: "custom" },
+    );
+    const events: unknown[] = [];
+    for await (const chunk of stream) events.push(chunk);
+    expect(events).toEqual([expect.objectContaining({ type: "mcp_progress", message: `${V}/uploads/big.csv` })]);
+  });
+
   test("an HTTP server has no thread folder: it is sent the arguments as written", async () => {
     const value = { path: `${V}/workspace/x.txt` };
     expect(decoded(await callThroughGraph(graph, "remote_received", { value }, run))).toEqual(value);
+  });
+});
+
+describe("attempts an interceptor sends with other arguments", () => {
+  test("each answer shows the host paths its own attempt was given as the model wrote them", async () => {
+    const dataDir = await realpath(await makeTempDir("mcp-argpaths-retry-data-"));
+    // Asks for the file the model named, then for another one (an audit, a fallback), and answers the first.
+    const both: McpToolInterceptor = async (request, next) => {
+      const first = await next(request);
+      await next(request.override({ args: { text: `${V}/workspace/other.txt` } }));
+      return first;
+    };
+    const configPath = await writeConfig(await makeTempDir("mcp-argpaths-retry-cfg-"), {
+      mcpServers: { local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["echo"] }) } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir, interceptors: [both] });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      const message = await callThroughGraph(graph, "local_echo", { text: `${V}/workspace/missing.txt` }, { configurable: { thread_id: "retry" } });
+      expect(message.content).toBe(`${V}/workspace/missing.txt`);
+    } finally {
+      await toolkit.close();
+    }
   });
 });

@@ -18,9 +18,9 @@ import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/
  * - otherwise (interceptor code is running, or that last restart ran out too) the call fails, and whatever its
  *   interceptors do later goes nowhere.
  * `max_total_timeout` ends the call at once, and so does the run's cancellation, unless the server already answered the
- * call and a count bounds what follows: then the requests in flight stop, no attempt is sent, and the interceptors
- * finish within that count, so that the answer still reaches a caller that needs it (a durable task's submit learns of
- * the job it started, and its service cancels it).
+ * call and a count bounds what follows: then the requests in flight stop, no attempt is sent, a walk or path
+ * translation is cut (now or when it starts), and the interceptors finish within that count, so that the answer still
+ * reaches a caller that needs it (a durable task's submit learns of the job it started, and its service cancels it).
  */
 export class CallDeadline extends Deadline {
   /** Whether `tool_call_timeout` applies (progress then restarts it). */
@@ -40,6 +40,11 @@ export class CallDeadline extends Deadline {
   private others: Set<AbortController> | undefined;
   /** How to cut the walks running (made for the first: most calls never walk off the event loop). */
   private walks: Set<() => void> | undefined;
+  /**
+   * The run was cancelled once the server answered: what remains only hands the answer on, so a walk or path translation
+   * (which would wait for a hung file system until a bound ends the call, and the answer with it) is cut at once.
+   */
+  private walksRefused = false;
 
   /** `fail` hears why the call ended early (a `DeadlineExceededError` or the run's abort reason), at most once. */
   constructor(limits: DeadlineLimits, outer: AbortSignal | undefined, fail: (reason: unknown) => void) {
@@ -109,6 +114,8 @@ export class CallDeadline extends Deadline {
    * (every walk running, those of attempts sent at once included).
    */
   walking(cut: () => void): void {
+    // Once the call ended, an attempt whose session started since has nothing to send: its walk would only hold it.
+    if (this.walksRefused || this.hasStopped) return cut();
     if (this.starting > 0 && !this.counting()) this.extend();
     (this.walks ??= new Set()).add(cut);
   }
@@ -149,6 +156,8 @@ export class CallDeadline extends Deadline {
     if (!this.answered || !this.bounded || this.hasStopped) return super.cancelled(reason);
     if (!this.controller.signal.aborted) this.controller.abort(reason);
     this.abortRequests(reason);
+    this.walksRefused = true;
+    this.cutWalks();
   }
 
   protected override stop(reason: unknown): void {

@@ -20,7 +20,7 @@ import type { OutputSchemas } from "./output-schemas";
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
 import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
-import { hostArguments, withNamedPaths } from "../sessions/argument-paths";
+import { hostArguments, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
 import { mayTranslatePaths, pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -190,7 +190,7 @@ async function callWithDeadline(
   runtime: ToolRuntime | undefined,
   secrets: CallSecrets,
   deadline: CallDeadline,
-  args: Record<string, unknown>,
+  hosted: HostArguments | undefined,
 ): Promise<CallToolResult> {
   const writer = runtime?.writer ?? undefined;
   let progress: ProgressRegistration | undefined;
@@ -211,13 +211,13 @@ async function callWithDeadline(
         tool: record.rawName,
         progress: p.progress,
         total: p.total,
-        message: p.message === undefined ? undefined : redactor.text(p.message),
+        message: p.message === undefined ? undefined : redactor.text(hosted ? restoreNamedPaths(p.message, hosted.named) : p.message),
       } satisfies McpProgressEvent);
     });
   }
   const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
     name: request.toolName,
-    arguments: { ...args },
+    arguments: { ...(hosted?.args ?? request.args) },
   };
   const withHeaders = stdio && Object.keys(headers).length > 0;
   if (progress || withHeaders || Object.keys(request.meta).length > 0) {
@@ -268,6 +268,7 @@ function sendToServer(
   secrets: CallSecrets,
   workspace: CallWorkspace,
   deadline: CallDeadline,
+  protocolFields: readonly string[],
 ) {
   return async (request: McpToolCallRequest): Promise<CallToolResult> => {
     // An attempt after the call's deadline ran out (an interceptor retrying, or still running after the call ended).
@@ -316,21 +317,25 @@ function sendToServer(
         // The tools reloaded while the session started: nothing was sent yet, so the call goes where it would have
         // gone had the reload come first (the retired pool closes the new session once released).
         lease.release();
-        return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace, deadline)(request);
+        return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace, deadline, protocolFields)(request);
       }
     }
     target.onSession?.(lease.session);
     const { paths, scanner } = lease.session;
+    let hosted: HostArguments | undefined;
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
       if (scanner && workspace.before === undefined) workspace.before = await listableSnapshot(scanner, deadline, workspace);
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
-      const hosted = paths ? hostArguments(request.args, paths.userData) : undefined;
-      const result = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline, hosted?.args ?? request.args);
-      const broken = outputs?.violation(request.toolName, result);
+      hosted = paths ? hostArguments(request.args, paths.userData) : undefined;
+      const answer = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline, hosted);
+      const broken = outputs?.violation(request.toolName, answer);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));
+      // The host paths this attempt was given, as the model wrote them, file or not: before the interceptors see the
+      // answer (they saw the arguments as written) and before its translation, which may be cut.
+      const result = hosted ? withNamedPaths(answer, hosted.named, protocolFields) : answer;
       if (paths && scanner) {
         const changed = changedFiles(before, await listableSnapshot(scanner, deadline, workspace));
         // Resolved here only when the call changed files (translation resolves it otherwise).
@@ -341,7 +346,6 @@ function sendToServer(
           cwd: server.cwd || paths.workspace,
           // Not listed when the thread's folders are not its own any more (see userDataRoot).
           changed: root === null ? [] : changed,
-          named: hosted?.named,
           // Read when the paths are translated: by then every header the chain passed on is known. A call sent on this
           // child since the answer (while the walk above ran off the event loop) may have named a file with its secrets.
           scrub: (text) => {
@@ -352,6 +356,8 @@ function sendToServer(
       }
       return result;
     } catch (err) {
+      // A server's JSON-RPC error (`cannot open <path>`) quotes the host paths as a result would.
+      if (hosted && err instanceof McpError && !isOwnText(err)) err.message = restoreNamedPaths(err.message, hosted.named);
       // The toolkit closed under the call: not the server's doing, and no next call will be served.
       if (pool.isClosed && !signal?.aborted) throw new ToolkitClosedError();
       // Our deadline, not an outer one that aborted the run.
@@ -616,7 +622,7 @@ export async function runDirectCall(
       if (bound.hasStopped) return;
       const chain = composeInterceptors(
         opts.interceptors.map((interceptor) => secrets.watch(interceptor)),
-        sendToServer(target, record, runtime, signal, secrets, workspace, bound),
+        sendToServer(target, record, runtime, signal, secrets, workspace, bound, protocolFields),
       );
       Promise.resolve(chain(request)).then(resolve, reject);
     });
@@ -624,9 +630,6 @@ export async function runDirectCall(
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome)) {
       // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
       if (nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) throw ownText(new McpToolCallError(tooDeepText(record)));
-      // Host paths the call was given for the model's /mnt/user-data ones first: shown as it wrote them, file or not.
-      const named = workspace.context?.named;
-      if (named !== undefined) outcome = withNamedPaths(outcome, named, protocolFields);
       const translating = withTranslatedPaths(outcome, workspace, protocolFields);
       // The file system may hang (a stalled mount): the call's deadline bounds the translation too.
       outcome = translating instanceof Promise ? await translatedWithin(translating, outcome, deadline!, workspace) : translating;

@@ -9,8 +9,8 @@ import { VIRTUAL_USER_DATA } from "./workspace";
 export interface HostArguments {
   readonly args: Record<string, unknown>;
   /**
-   * Each host path (or `file://` URL) put into the arguments, with the `/mnt/user-data/…` form the model wrote: the
-   * server's echo of it (`cannot open <path>`) is shown to the model as it wrote it, file or not.
+   * Each host path (or `file://` URL, and the path that URL names) put into the arguments, with the `/mnt/user-data/…`
+   * form the model wrote: the server's echo of it (`cannot open <path>`) is shown to the model as it wrote it, file or not.
    */
   readonly named: ReadonlyMap<string, string>;
 }
@@ -34,7 +34,11 @@ export function hostArguments(args: Record<string, unknown>, userData: string): 
 }
 
 function hostValue(value: unknown, userData: string, named: Map<string, string>, depth: number): unknown {
-  if (typeof value === "string") return value.includes(VIRTUAL_USER_DATA) ? hostText(value, userData, named) : value;
+  if (typeof value === "string") {
+    // Only a string that starts with the path (or a file:// URL of it) is one: no scan of a long text (a file's content).
+    const path = value.startsWith(VIRTUAL_USER_DATA) || value.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length);
+    return path ? hostText(value, userData, named) : value;
+  }
   if (depth >= MAX_DEPTH || value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
@@ -66,14 +70,25 @@ function hostText(text: string, userData: string, named: Map<string, string>): s
   if (after < text.length && text[after] !== "/") return text;
   // One path, not a text that mentions several or spans lines.
   if (text.includes(VIRTUAL_USER_DATA, after) || /[\n\r]/.test(text)) return text;
-  const host = hostForm(text.slice(after), userData, url);
-  if (host === undefined) return text;
+  const rest = text.slice(after);
+  const decoded = restOnHost(rest, url);
+  if (decoded === undefined) return text;
+  if (!url) {
+    named.set(userData + rest, text);
+    return userData + rest;
+  }
+  const host = pathToFileURL(userData).href + rest;
   named.set(host, text);
+  // A server given a URL often answers with the path it names (`cannot open /…/my file.txt`).
+  named.set(userData + decoded, VIRTUAL_USER_DATA + decoded);
   return host;
 }
 
-/** `rest` (what follows `/mnt/user-data`) on the host, or undefined when it leaves the folder or is not a path. */
-function hostForm(rest: string, userData: string, url: boolean): string | undefined {
+/**
+ * `rest` (what follows `/mnt/user-data`) as a path (a URL's decoded, without its query and fragment), or undefined when
+ * it leaves the folder or is not a path.
+ */
+function restOnHost(rest: string, url: boolean): string | undefined {
   let decoded = rest;
   if (url) {
     const end = rest.search(/[?#]/);
@@ -86,7 +101,47 @@ function hostForm(rest: string, userData: string, url: boolean): string | undefi
   if (decoded.includes("\0")) return undefined;
   const normal = nodePath.posix.normalize(VIRTUAL_USER_DATA + decoded);
   if (normal !== VIRTUAL_USER_DATA && normal !== `${VIRTUAL_USER_DATA}/` && !normal.startsWith(`${VIRTUAL_USER_DATA}/`)) return undefined;
-  return url ? pathToFileURL(userData).href + rest : userData + rest;
+  return decoded;
+}
+
+/**
+ * What may stand right before a host path for it to be one: not a character of a longer path or URL
+ * (`/backup/data/threads/…`, `http://h:8000/data/threads/…`, `host:/data/threads/…`), which is not the one named.
+ */
+const CONTINUES_PATH = /[\p{L}\p{N}\p{M}_.~%+@$/:\\-]/u;
+
+/**
+ * `text` with each host path `named` maps shown as the model wrote it (`/mnt/user-data/…`), longest first (a path named
+ * whole and a folder of it both named); not where it is the tail of a longer path or URL, but after `file://` (the
+ * server's link to the path it was given).
+ */
+export function restoreNamedPaths(text: string, named: ReadonlyMap<string, string>): string {
+  let out = text;
+  for (const [host, virtual] of sortedPairs(named)) {
+    if (!out.includes(host)) continue;
+    let next = "";
+    let copied = 0;
+    for (let at = out.indexOf(host); at !== -1; at = out.indexOf(host, at + host.length)) {
+      if (at > 0 && CONTINUES_PATH.test(out[at - 1]) && !(at >= FILE_SCHEME.length && out.slice(at - FILE_SCHEME.length, at).toLowerCase() === FILE_SCHEME)) {
+        continue;
+      }
+      next += out.slice(copied, at) + virtual;
+      copied = at + host.length;
+    }
+    if (copied > 0) out = next + out.slice(copied);
+  }
+  return out;
+}
+
+const sorted = new WeakMap<ReadonlyMap<string, string>, readonly (readonly [string, string])[]>();
+
+function sortedPairs(named: ReadonlyMap<string, string>): readonly (readonly [string, string])[] {
+  let pairs = sorted.get(named);
+  if (pairs === undefined) {
+    pairs = [...named].sort((a, b) => b[0].length - a[0].length);
+    sorted.set(named, pairs);
+  }
+  return pairs;
 }
 
 /**
@@ -95,13 +150,7 @@ function hostForm(rest: string, userData: string, url: boolean): string | undefi
  */
 export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string, string>, keep: readonly string[] = []): CallToolResult {
   if (named.size === 0) return result;
-  // Longest first: a path named whole and a folder of it both named.
-  const pairs = [...named].sort((a, b) => b[0].length - a[0].length);
-  const restore = (text: string): string => {
-    let out = text;
-    for (const [host, virtual] of pairs) if (out.includes(host)) out = out.split(host).join(virtual);
-    return out;
-  };
+  const restore = (text: string): string => restoreNamedPaths(text, named);
   const items = Array.isArray(result.content) ? result.content : [];
   let changed = false;
   const content = items.map((item) => {

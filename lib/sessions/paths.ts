@@ -15,8 +15,6 @@ export interface PathContext {
   readonly cwd: string;
   /** Files the call created or modified (absolute); a bare file name is rewritten only when it names exactly one. */
   readonly changed: readonly string[];
-  /** Host paths the call's arguments were given for `/mnt/user-data/…` ones (`hostArguments`), shown back as written. */
-  readonly named?: ReadonlyMap<string, string>;
   /**
    * The call's redaction. The result was scrubbed before its paths are translated, but a file's name comes from the
    * disk: a listed change is scrubbed, and a reference whose file path would need scrubbing is left as it is.
