@@ -146,7 +146,7 @@ function sortedPairs(named: ReadonlyMap<string, string>): readonly (readonly [st
 
 /**
  * `result` with each host path `named` maps shown as the model wrote it (`/mnt/user-data/…`), wherever the server
- * quoted it: in text, a link or a `structuredContent` string (outside the top-level keys in `keep`).
+ * quoted it: in text, a link or a string of `structuredContent` (outside the top-level keys in `keep`) or `_meta`.
  */
 export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string, string>, keep: readonly string[] = []): CallToolResult {
   if (named.size === 0) return result;
@@ -175,6 +175,12 @@ export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string
     return item;
   });
   const structured = isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, restore, keep) : result.structuredContent;
-  if (!changed && structured === result.structuredContent) return result;
-  return { ...result, content, ...(structured === result.structuredContent ? {} : { structuredContent: structured as Record<string, unknown> }) };
+  const meta = isPlainObject(result._meta) ? mapStrings(result._meta, restore) : result._meta;
+  if (!changed && structured === result.structuredContent && meta === result._meta) return result;
+  return {
+    ...result,
+    content,
+    ...(structured === result.structuredContent ? {} : { structuredContent: structured as Record<string, unknown> }),
+    ...(meta === result._meta ? {} : { _meta: meta as Record<string, unknown> }),
+  };
 }

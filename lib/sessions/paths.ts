@@ -179,8 +179,8 @@ type Content = CallToolResult["content"][number];
 
 /**
  * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
- * string of `structuredContent`, that resolves (symlinks followed) to an existing file inside the thread's `user-data`
- * becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
+ * string of `structuredContent` or `_meta` (the artifact's `meta`), that resolves (symlinks followed) to an existing
+ * file inside the thread's `user-data` becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
  * unchanged; nothing is copied. The top-level `structuredContent` keys in `keep` (a task's id) stay as they are.
  */
 export async function translateResultPaths(
@@ -223,11 +223,18 @@ export async function translateResultPaths(
     }
     return item;
   });
-  // Its strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
+  // Their strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
+  const asData = (text: string) => rewriteValue(text, virtual, refused);
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, (text) => rewriteValue(text, virtual, refused), keep)
+    ? mapStrings(result.structuredContent, asData, keep)
     : result.structuredContent;
-  return structured === result.structuredContent ? { ...result, content } : { ...result, content, structuredContent: structured as Record<string, unknown> };
+  const meta = virtual.size > 0 && isPlainObject(result._meta) ? mapStrings(result._meta, asData) : result._meta;
+  return {
+    ...result,
+    content,
+    ...(structured === result.structuredContent ? {} : { structuredContent: structured as Record<string, unknown> }),
+    ...(meta === result._meta ? {} : { _meta: meta as Record<string, unknown> }),
+  };
 }
 
 /**
@@ -274,7 +281,10 @@ export function mayTranslatePaths(
   return ctx.changed.length > 0 || references.size > 0;
 }
 
-/** The link URIs and path-like words of a result (outside the top-level `structuredContent` keys in `keep`). */
+/**
+ * The link URIs and path-like words of a result: its text, links, embedded text resources and the strings of its
+ * `structuredContent` (outside the top-level keys in `keep`) and `_meta`, the parts that reach a ToolMessage.
+ */
 export function pathReferences(result: CallToolResult, keep: readonly string[] = []): Set<string> {
   const references = new Set<string>();
   const items = Array.isArray(result.content) ? result.content : [];
@@ -285,18 +295,15 @@ export function pathReferences(result: CallToolResult, keep: readonly string[] =
       collectReferences(item.resource.text, references);
     }
   }
-  if (isPlainObject(result.structuredContent)) {
-    mapStrings(
-      result.structuredContent,
-      (text) => {
-        collectReferences(text, references);
-        const whole = wholeReference(text);
-        if (whole !== undefined) references.add(whole);
-        return text;
-      },
-      keep,
-    );
-  }
+  const collectData = (text: string) => {
+    collectReferences(text, references);
+    const whole = wholeReference(text);
+    if (whole !== undefined) references.add(whole);
+    return text;
+  };
+  if (isPlainObject(result.structuredContent)) mapStrings(result.structuredContent, collectData, keep);
+  // `_meta` rides in the ToolMessage artifact (and so the checkpoint): its strings are data, as structuredContent's.
+  if (isPlainObject(result._meta)) mapStrings(result._meta, collectData);
   return references;
 }
 
