@@ -7,13 +7,14 @@
  */
 import { afterEach, describe, expect, jest, test } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { chown, mkdir, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit, type McpToolkitOptions } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
+import { workspaceSessionCount } from "../../lib/sessions/workspace-secrets";
 import { sessionScope } from "../../lib/sessions/scope";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
@@ -152,6 +153,28 @@ describe("an idle stdio child of a stateless run holding a pending durable task"
   });
 });
 
+describe("an idle stdio child of a stateless run still going", () => {
+  test("is kept while a call of its thread runs on another server's child; the count restarts after it", async () => {
+    const server = McpServerSchema.parse({ type: "stdio", ...launch, env: serverEnv });
+    const pool = new SessionPool(new RecordingLogger(), { temporaryStdioIdleMs: 60 * SECOND, dataDir: await makeTempDir("mcp-temporary-idle-going-") });
+    pools.push(pool);
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", "going", true) };
+    jest.useFakeTimers(FAKE);
+    // A REPL the run set up, then a long research call on another server of the same run.
+    const repl = await pool.acquire("local", server, opts);
+    const pid = repl.session.pid!;
+    repl.release();
+    const research = await pool.acquire("other", server, opts);
+    jest.advanceTimersByTime(3600 * SECOND);
+    expect(pool.size()).toBe(2);
+    research.release();
+    jest.advanceTimersByTime(121 * SECOND);
+    expect(pool.size()).toBe(0);
+    jest.useRealTimers();
+    expect(await waitUntil(() => !alive(pid), 30_000)).toBe(true);
+  });
+});
+
 describe("the temp folder of a temporary thread whose last session closed", () => {
   test("is emptied so the folder goes: links inside are removed, never followed; an ordinary thread's temp files and a workspace file stay", async () => {
     const k = await kit();
@@ -198,5 +221,78 @@ describe("the temp folder of a temporary thread whose last session closed", () =
     } finally {
       holder.kill("SIGKILL");
     }
+  });
+
+  test("a file a live process holds open keeps it and what is in it, though that process works elsewhere with no temp folder there", async () => {
+    const k = await kit();
+    const held = threadPaths(k.dataDir, "held");
+    await k.call("held", "fs_ops", { ops: [{ op: "write", path: ".mcp/tmp/lock", content: "l" }, { op: "write", path: ".mcp/tmp/other", content: "o" }] });
+    // A process a server left (its environment its own, its cwd elsewhere) that still reads or locks the file.
+    const fd = openSync(path.join(held.tmp, "lock"), "r");
+    const holder = spawn("sleep", ["600"], { cwd: tmpdir(), env: { PATH: process.env.PATH ?? "" }, stdio: [fd, "ignore", "ignore"] });
+    await new Promise((resolve) => holder.once("spawn", resolve));
+    closeSync(fd);
+    try {
+      await toolkits.pop()!.close();
+      expect((await readdir(held.tmp)).sort()).toEqual(["lock", "other"]);
+    } finally {
+      holder.kill("SIGKILL");
+    }
+  });
+
+  test("a Unix socket a live process listens on there keeps it, though that process works elsewhere with no temp folder there", async () => {
+    const k = await kit();
+    const served = threadPaths(k.dataDir, "served");
+    await k.call("served", "fs_ops", { ops: [{ op: "write", path: ".mcp/tmp/other", content: "o" }] });
+    const socket = path.join(served.tmp, "s");
+    const listen = "require('net').createServer().listen(process.argv[1], () => console.log('ready'))";
+    const holder = spawn(process.execPath, ["-e", listen, socket], { cwd: tmpdir(), env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "ignore"] });
+    await new Promise((resolve) => holder.stdout!.once("data", resolve));
+    try {
+      await toolkits.pop()!.close();
+      expect((await readdir(served.tmp)).sort()).toEqual(["other", "s"]);
+    } finally {
+      holder.kill("SIGKILL");
+    }
+  });
+
+  test("a thread a kept thread's run used too keeps its temp files, whichever of its sessions closes last", async () => {
+    const dataDir = await makeTempDir("mcp-temporary-idle-mixed-");
+    const server = McpServerSchema.parse({ type: "stdio", ...launch, env: serverEnv });
+    const pool = new SessionPool(new RecordingLogger(), { dataDir });
+    pools.push(pool);
+    const acquiring = (temporary: boolean) => ({ headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", "mixed-thread", temporary) });
+    // One server serves the thread's stateless-looking calls, another its kept run's (a subgraph without a checkpointer).
+    const temporary = await pool.acquire("local", server, acquiring(true));
+    const ordinary = await pool.acquire("other", server, acquiring(false));
+    await ordinary.session.client.callTool({ name: "fs_ops", arguments: { ops: [{ op: "write", path: ".mcp/tmp/cache", content: "c" }] } });
+    temporary.release();
+    ordinary.release();
+    const { workspace, tmp } = threadPaths(dataDir, "mixed-thread");
+    pool.invalidate(ordinary.session);
+    expect(await waitUntil(() => workspaceSessionCount(workspace) === 1, 30_000)).toBe(true);
+    await pool.close();
+    expect(await readdir(tmp)).toEqual(["cache"]);
+  });
+
+  test("what a kept thread's run left there before a stateless-looking run used the thread stays; only what came after goes", async () => {
+    const dataDir = await makeTempDir("mcp-temporary-idle-later-");
+    const server = McpServerSchema.parse({ type: "stdio", ...launch, env: serverEnv });
+    const write = async (pool: SessionPool, temporary: boolean, name: string) => {
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", "later", temporary) });
+      await lease.session.client.callTool({ name: "fs_ops", arguments: { ops: [{ op: "write", path: `.mcp/tmp/${name}`, content: name }] } });
+      lease.release();
+    };
+    const first = new SessionPool(new RecordingLogger(), { dataDir });
+    pools.push(first);
+    await write(first, false, "kept-cache");
+    await pools.pop()!.close();
+    const { tmp } = threadPaths(dataDir, "later");
+    expect(await readdir(tmp)).toEqual(["kept-cache"]);
+    const second = new SessionPool(new RecordingLogger(), { dataDir });
+    pools.push(second);
+    await write(second, true, "scratch");
+    await pools.pop()!.close();
+    expect(await readdir(tmp)).toEqual(["kept-cache"]);
   });
 });

@@ -84,8 +84,8 @@ export interface McpToolkitOptions {
   /**
    * Seconds after which an unused stdio child of a LangGraph server's stateless run (a temporary thread, which the
    * server deletes once the run ends) is closed (default 300; `null`: only `maxStdioSessions`, a reload or `close()`
-   * end it). Never during a call, nor while it holds a pending durable task; a child a run with a kept thread used is
-   * an ordinary one. At most `MAX_TIMER_SECONDS`; a larger value throws a RangeError.
+   * end it). Never during a call of its thread (on any child), nor while it holds a pending durable task; a child a run
+   * with a kept thread used is an ordinary one. At most `MAX_TIMER_SECONDS`; a larger value throws a RangeError.
    */
   temporaryStdioIdleSeconds?: number | null;
   /**

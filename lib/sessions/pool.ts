@@ -152,8 +152,8 @@ export interface SessionPoolOptions {
   /**
    * A stdio session of a temporary thread (`SessionScope.temporary`: a stateless run's, which the server deleted once
    * the run ended) nobody used for this long is closed (default 300 s; `null`: only the bound, a reload or `close()`
-   * end it). Never while a call runs, nor while the child holds a pending durable task (see `holdTask`), nor once a run
-   * that is not temporary used it.
+   * end it). Never while a call of its thread runs (on any child), nor while the child holds a pending durable task
+   * (see `holdTask`), nor once a run that is not temporary used it.
    */
   temporaryStdioIdleMs?: number | null;
   /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
@@ -301,6 +301,7 @@ export class SessionPool {
     this.markNewest(entry);
     if (entry.temporary && !scope?.temporary) {
       entry.temporary = false;
+      if (entry.workspace) entry.workspace.keptThreadRun = true;
       clearTimeout(entry.idleTimer);
       entry.idleTimer = undefined;
     }
@@ -355,8 +356,8 @@ export class SessionPool {
   /**
    * Starts, or restarts, the idle count of a connected stdio session of a temporary thread that just became idle: the
    * server deleted its thread once the run ended, so the child (a node or python process, often hundreds of MB) would
-   * otherwise wait for the bound. At the end of the count it closes only if it is still idle, still temporary and holds
-   * no pending durable task: the bound, under pressure, may close such a child last of all, but time alone never
+   * otherwise wait for the bound. At the end of the count it closes only if it is still idle, still temporary, no call
+   * of its thread runs on another child (else the count starts again) and it holds no pending durable task: the bound, under pressure, may close such a child last of all, but time alone never
    * does (a server keeping its jobs in the process would not know them in a new child); the count restarts when its
    * last pending task ends.
    */
@@ -367,15 +368,22 @@ export class SessionPool {
       entry.idleTimer.refresh();
       return;
     }
-    entry.idleTimer = setClampedTimeout(() => {
+    const timer = setClampedTimeout(() => {
       if (entry.inFlight > 0 || !entry.temporary || (entry.tasks?.size ?? 0) > 0 || this.entries.get(entry.key) !== entry) return;
+      // A call of its thread running on another child (another server's: a long one of the same run) tells the run
+      // is still going and may come back to this one: the count starts again.
+      if ((entry.workspace?.calls ?? 0) > 0) {
+        timer.refresh();
+        return;
+      }
       this.logger.debug(
         `closing the stdio MCP session of server '${entry.serverName}' of a stateless run's thread, idle for ` +
           `${idleMs / 1000}s (temporaryStdioIdleSeconds)`,
       );
       this.drain(entry);
     }, idleMs);
-    entry.idleTimer.unref();
+    timer.unref();
+    entry.idleTimer = timer;
   }
 
   /**
@@ -476,6 +484,7 @@ export class SessionPool {
       secrets: new Set(),
       creation: new AbortController(),
     } as Entry;
+    if (entry.workspace && !entry.temporary) entry.workspace.keptThreadRun = true;
     for (const value of headerSecrets(opts.headers)) this.noteSent(entry, value);
     // A child is given its server's own secrets as it starts (in its env), before any call: it may name a file with them.
     if (stdio) for (const value of this.secretsFor(serverName)) this.noteSent(entry, value);
@@ -794,12 +803,15 @@ export class SessionPool {
     const workspace = entry.workspace;
     if (workspace === undefined) return;
     entry.workspace = undefined;
+    // A temporary thread's temp files belong to processes that are gone (the removal checks none works there), and
+    // nobody will come back for them: they go too, so that its skeleton can. Not those of a thread a kept thread's run
+    // used through another of its sessions (another server's) meanwhile, whichever of them leaves last, nor what was
+    // there before its sessions (a kept thread's run's, earlier).
+    const tempFilesSince = entry.temporary === true && !workspace.keptThreadRun ? workspace.since : undefined;
     workspace.leave(entry.secrets);
     const paths = entry.paths;
     if (paths === undefined) return;
-    // A temporary thread's temp files belong to processes that are gone (the removal checks none works there), and
-    // nobody will come back for them: they go too, so that its skeleton can.
-    void this.track(removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0, entry.temporary === true).then(() => undefined));
+    void this.track(removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0, tempFilesSince).then(() => undefined));
   }
 
   /** What the session of `entry` remembers: its workspace's secrets, else its own (the same array until it changes). */

@@ -32,20 +32,21 @@ export function threadFolderRemoval(paths: ThreadPaths): Promise<void> | undefin
 /**
  * Removes the thread folder of `paths` if it holds only the empty skeleton `ensureThreadPaths` creates and no process
  * runs in it. `unused` is asked at once, before the removal is registered: a session of the thread that joined its
- * workspace before that keeps the folder; one that joins after waits (`threadFolderRemoval`). With `temporary` (the
- * last session of a stateless run's thread, which the server deleted), what is in its `.mcp/tmp` does not keep it: the
- * temp files of processes that are gone are removed first (`clearTemporaryTmp`). With `changedBefore` (epoch ms; the
- * sweep of folders a killed host left, see `sweepThreadFolders`), a level whose change time is later keeps the folder:
- * another host sharing the data dir may be preparing a session there (its `ensureThreadPaths` creates levels or makes
- * `.mcp` and `.mcp/tmp` private again, which moves their change time) and no count of this process knows it. Resolves
- * to whether the folder was removed; never rejects.
+ * workspace before that keeps the folder; one that joins after waits (`threadFolderRemoval`). With `tempFilesSince` (the
+ * last session of a stateless run's thread, which the server deleted, and when its sessions began), what its sessions
+ * left in its `.mcp/tmp` since then does not keep it: the temp files of processes that are gone are removed first
+ * (`clearTemporaryTmp`). With `changedBefore` (epoch ms; the sweep of folders a killed host left, see
+ * `sweepThreadFolders`), a level whose change time is later keeps the folder: another host sharing the data dir may be
+ * preparing a session there (its `ensureThreadPaths` creates levels or makes `.mcp` and `.mcp/tmp` private again, which
+ * moves their change time) and no count of this process knows it. Resolves to whether the folder was removed; never
+ * rejects.
  */
-export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, temporary = false, changedBefore?: number): Promise<boolean> {
+export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, tempFilesSince?: number, changedBefore?: number): Promise<boolean> {
   const folder = threadFolderOf(paths);
   const before = removals.get(folder);
   if (before === undefined && !unused()) return Promise.resolve(false);
   // Another removal of the folder under way (one whose session's creation was abandoned meanwhile): this one follows it.
-  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths, temporary, changedBefore) : false)).catch(() => false);
+  const removing = (before ?? Promise.resolve()).then(() => (unused() ? removeIfSkeleton(folder, paths, tempFilesSince, changedBefore) : false)).catch(() => false);
   const settled = removing.then(() => undefined);
   removals.set(folder, settled);
   void settled.then(() => {
@@ -54,12 +55,12 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, 
   return removing;
 }
 
-async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: boolean, changedBefore?: number): Promise<boolean> {
+async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSince: number | undefined, changedBefore?: number): Promise<boolean> {
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
   const present: string[] = [];
   const uid = process.geteuid?.();
-  /** Set when the skeleton is complete but for what its temp folder holds, which `temporary` lets go. */
-  let tmpToClear: { dir: string; dev: number; uid: number } | undefined;
+  /** Set when the skeleton is complete but for what its temp folder holds, which `tempFilesSince` lets go. */
+  let tmpToClear: { dir: string; dev: number; uid: number; since: number } | undefined;
   for (const [index, dir] of chain.entries()) {
     const info = await lstat(dir).catch(() => undefined);
     // lstat: a symbolic link (or a file) anywhere is not what the harness created, and is never followed.
@@ -72,8 +73,8 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: b
     if (names.length === 0) break;
     const next = chain[index + 1];
     // Only where `someProcessIn` can see the processes that may still use it (Linux's /proc).
-    if (next === undefined && temporary && uid !== undefined && process.platform === "linux") {
-      tmpToClear = { dir, dev: info.dev, uid };
+    if (next === undefined && tempFilesSince !== undefined && uid !== undefined && process.platform === "linux") {
+      tmpToClear = { dir, dev: info.dev, uid, since: tempFilesSince };
       break;
     }
     if (next === undefined || names.length > 1 || names[0] !== nodePath.basename(next)) return false;
@@ -86,7 +87,12 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, temporary: b
   // Asked again after the scan of /proc (the longest step): a host that began preparing a session meanwhile is seen
   // now; one that begins between this and the removal is the race `sweepThreadFolders` explains.
   if (changedBefore !== undefined && !(await unchangedSince(present, changedBefore))) return false;
-  if (tmpToClear !== undefined && !(await clearTemporaryTmp(tmpToClear.dir, tmpToClear.dev, tmpToClear.uid))) return false;
+  if (tmpToClear !== undefined) {
+    // Unlinking, unlike rmdir, also takes what a live process still uses there though it works elsewhere with a temp
+    // folder of its own (one a server left, its environment replaced): a file it holds open, a socket it listens on.
+    if (await someProcessHolds([real, folder])) return false;
+    if (!(await clearTemporaryTmp(tmpToClear))) return false;
+  }
   for (const dir of present.reverse()) {
     try {
       await rmdir(dir);
@@ -119,12 +125,13 @@ const TMP_CLEAR_MAX_DEPTH = 32;
 /**
  * Empties the temp folder `tmp` (`.mcp/tmp` of a temporary thread, checked to be a real folder of `uid` on device `dev`
  * that no process works in or was given as its temp folder): what is there belongs to processes that are gone, and the
- * thread is gone too. Only entries of `uid` on the same device are removed; a symbolic link is removed itself, never
+ * thread is gone too. Only entries of `uid` on the same device changed `since` its sessions began are removed (an older
+ * one is no work of theirs: a kept thread's run's of the same thread id); a symbolic link is removed itself, never
  * followed; a folder of another user, a mount point, a tree deeper or larger than the bounds, or an entry that cannot be
  * removed stays, and so does the thread folder. Resolves to whether `tmp` is empty now. Between an entry's `lstat` and
  * its removal only a process of the host's user could swap it (the folders are 0700), and none uses the folder.
  */
-async function clearTemporaryTmp(tmp: string, dev: number, uid: number): Promise<boolean> {
+async function clearTemporaryTmp({ dir: tmp, dev, uid, since }: { dir: string; dev: number; uid: number; since: number }): Promise<boolean> {
   const budget = { left: TMP_CLEAR_MAX_ENTRIES };
   const clear = async (dir: string, depth: number): Promise<boolean> => {
     const names = await readdir(dir).catch(() => undefined);
@@ -136,7 +143,7 @@ async function clearTemporaryTmp(tmp: string, dev: number, uid: number): Promise
       const entry = nodePath.join(dir, name);
       const info = await lstat(entry).catch(() => undefined);
       if (info === undefined) continue;
-      if (info.uid !== uid || info.dev !== dev) {
+      if (info.uid !== uid || info.dev !== dev || info.ctimeMs < since) {
         emptied = false;
         continue;
       }
@@ -200,3 +207,37 @@ async function scanPlaces(): Promise<string[]> {
 
 /** A scan that starts after this call, shared by the removals that ask meanwhile (see `freshRuns`). */
 const freshPlaces = freshRuns(scanPlaces);
+
+/**
+ * Whether a process this one may inspect holds a file in one of `folders` (the folder as a real path, and as the data
+ * dir spells it: a socket is listed as it was bound) open, or a Unix socket bound there listens. Asked only before a
+ * temporary thread's temp files are removed, so the common removal reads no fds.
+ */
+async function someProcessHolds(folders: readonly string[]): Promise<boolean> {
+  const inside = folders.map((folder) => folder + nodePath.sep);
+  return (await freshOpenFiles()).some((file) => inside.some((prefix) => file.startsWith(prefix)));
+}
+
+/** The files the processes this one may inspect hold open (`/proc/<pid>/fd`), and the paths of bound Unix sockets. */
+async function scanOpenFiles(): Promise<string[]> {
+  const pids = await readdir(PROC).then(
+    (names) => names.filter((name) => /^[0-9]+$/.test(name)),
+    () => [] as string[],
+  );
+  const files: string[] = [];
+  await inBatches(pids, async (pid) => {
+    const fds = await readdir(`${PROC}/${pid}/fd`).catch(() => [] as string[]);
+    const links = await inBatches(fds, (fd) => readlink(`${PROC}/${pid}/fd/${fd}`).catch(() => ""));
+    for (const link of links) if (link.startsWith("/")) files.push(link);
+  });
+  // A socket's fd names no path; the kernel's table of Unix sockets does (the last field, when bound to one).
+  const unix = await readFile(`${PROC}/net/unix`, "utf8").catch(() => "");
+  for (const line of unix.split("\n").slice(1)) {
+    const at = line.indexOf(" /");
+    if (at >= 0) files.push(line.slice(at + 1));
+  }
+  return files;
+}
+
+/** Shared like `freshPlaces`. */
+const freshOpenFiles = freshRuns(scanOpenFiles);

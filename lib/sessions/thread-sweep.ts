@@ -91,7 +91,7 @@ function sweepOne(dataDir: string, name: string, changedBefore: number): Promise
   const paths = threadPathsOfFolder(dataDir, name);
   // Being removed already (its last session here just left): that removal decides.
   if (threadFolderRemoval(paths) !== undefined) return Promise.resolve(false);
-  return removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0, false, changedBefore);
+  return removeThreadSkeleton(paths, () => workspaceSessionCount(paths.workspace) === 0, undefined, changedBefore);
 }
 
 /** Data dirs (resolved) this process swept or is sweeping. */

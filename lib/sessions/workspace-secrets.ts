@@ -10,7 +10,8 @@ import * as nodePath from "node:path";
  * they are. A session that leaves (its child and what it started gone) takes its secrets out only once no call on
  * the workspace runs: one that ran meanwhile may still list a file it wrote. Dropped when no session uses the
  * folder and no call runs there. Process-wide, so the sessions of a pool retired by a reload and of its successor
- * share it too.
+ * share it too. For the same reasons it also keeps what the removal of a temporary thread's temp files asks of the
+ * thread's sessions as a whole (`keptThreadRun`, `since`, `calls`).
  */
 export class WorkspaceSecrets {
   /** Each secret, with how many member sessions were sent it. */
@@ -22,8 +23,20 @@ export class WorkspaceSecrets {
   get sessions(): number {
     return this.members;
   }
+  /**
+   * Some member session served a run that is not a stateless one's (see `SessionScope.temporary`) while the record
+   * lived: the thread is kept, and its temp files are not a temporary thread's (see `removeThreadSkeleton`).
+   */
+  keptThreadRun = false;
+  /** When the first of the current member sessions joined (ms since the epoch): what is older there is no work of theirs. */
+  readonly since = Date.now();
   /** Calls running on member sessions (leases held). */
   private busy = 0;
+
+  /** Calls running on member sessions now. */
+  get calls(): number {
+    return this.busy;
+  }
   /** What members that left while calls ran were sent, taken out once none runs. */
   private departed: (readonly string[])[] = [];
 
