@@ -8,13 +8,14 @@
 import { afterEach, describe, expect, jest, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chown, mkdir, symlink } from "node:fs/promises";
+import { chown, mkdir, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { McpServerSchema, RecordingLogger } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
 import { removeThreadSkeleton } from "../../lib/sessions/thread-folders";
+import { sweepThreadFolders, SWEEP_MIN_AGE_MS } from "../../lib/sessions/thread-sweep";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { makeTempDir } from "../fixtures/config";
@@ -23,13 +24,19 @@ import { stdioFixture } from "../fixtures/stdio";
 // Counts the reads of this process's own cwd link in /proc: each scan for processes working in a folder reads it once.
 const ownCwd = `/proc/${process.pid}/cwd`;
 let ownCwdReads = 0;
+// The folders listed whole (readdir), for the cost of looking at a thread whose workspace holds many files.
+const listed: string[] = [];
 jest.mock("node:fs/promises", () => {
   const actual = jest.requireActual<typeof import("node:fs/promises")>("node:fs/promises");
   const readlink = (target: unknown, ...rest: unknown[]): Promise<unknown> => {
     if (target === ownCwd) ownCwdReads += 1;
     return (actual.readlink as (...args: unknown[]) => Promise<unknown>)(target, ...rest);
   };
-  return { ...actual, readlink };
+  const readdir = (target: unknown, ...rest: unknown[]): Promise<unknown> => {
+    listed.push(String(target));
+    return (actual.readdir as (...args: unknown[]) => Promise<unknown>)(target, ...rest);
+  };
+  return { ...actual, readlink, readdir };
 });
 
 const pools: SessionPool[] = [];
@@ -152,5 +159,15 @@ describe("a process whose temp folder is the thread's (its server's operator set
     await byPath.close();
     // Bob's child runs elsewhere with the thread's `.mcp/tmp` (through the link) as its temp folder.
     expect(existsSync(threadPaths(real, "shared").tmp)).toBe(true);
+  });
+
+  test("a thread whose workspace holds many files is not listed whole to learn it is no empty skeleton (the sweep looks at thousands)", async () => {
+    const dataDir = await makeTempDir("mcp-folders-many-");
+    const { workspace, tmp } = threadPaths(dataDir, "kept");
+    await mkdir(tmp, { recursive: true });
+    await Promise.all(Array.from({ length: 500 }, (_, i) => writeFile(path.join(workspace, `file-${i}`), "")));
+    listed.length = 0;
+    expect(await sweepThreadFolders(dataDir, { now: () => Date.now() + SWEEP_MIN_AGE_MS + 60_000 })).toEqual({ removed: 0, capped: false, stopped: false });
+    expect(listed.map((dir) => path.resolve(dir))).not.toContain(path.resolve(workspace));
   });
 });

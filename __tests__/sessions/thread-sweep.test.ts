@@ -6,6 +6,7 @@
  * data dir and process (module registry).
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
+import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
@@ -25,7 +26,9 @@ import { stdioFixture } from "../fixtures/stdio";
 
 const toolkits: McpToolkit[] = [];
 const pools: SessionPool[] = [];
+const children: ChildProcess[] = [];
 afterEach(async () => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
   await Promise.all([...toolkits.splice(0).map((t) => t.close()), ...pools.splice(0).map((p) => p.close())]);
   endHosts();
 });
@@ -104,6 +107,25 @@ describe("the empty thread folders of a host killed before it closed its session
     expect(await threadsIn(dataDir)).toEqual(["mine"]);
   });
 
+  test("a reload does not take the sweep from close(): the retired pool that runs it is closed by the toolkit's close(), which stops it and waits for it", async () => {
+    // Enough folders that the sweep is still at work after two reloads.
+    const dataDir = await makeTempDir("mcp-thread-sweep-reload-");
+    for (let i = 0; i < 6000; i += 200) await skeletons(dataDir, Array.from({ length: 200 }, (_, j) => `r-${i + j}`));
+    const configPath = await writeConfig(await makeTempDir("mcp-thread-sweep-reload-cfg-"), { mcpServers: { local: server } });
+    const logger = new RecordingLogger();
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger, dataDir, clock: later().now });
+    toolkits.push(toolkit);
+    await toolkit.getTools();
+    // The first pool, which began the sweep, is retired; the next reload forgets it once its sessions are gone.
+    await toolkit.reset();
+    await toolkit.getTools();
+    await toolkit.reset();
+    await toolkit.getTools();
+    await toolkit.close();
+    // Stopped (or done) before close() resolved: its one line is logged.
+    expect(logger.messages().filter((line) => SWEPT.test(line))).toHaveLength(1);
+  }, 90_000);
+
   test("bounded: at most `maxEntries` entries per sweep, in batches, and none once stopped (the signal the pool's close() aborts)", async () => {
     const dataDir = await makeTempDir("mcp-thread-sweep-cap-");
     await skeletons(dataDir, Array.from({ length: 150 }, (_, i) => `t-${i}`));
@@ -116,4 +138,22 @@ describe("the empty thread folders of a host killed before it closed its session
     expect(await sweepThreadFolders(dataDir, { now, maxEntries: 100 })).toEqual({ removed: 50, capped: false, stopped: false });
     expect(await threadsIn(dataDir)).toEqual([]);
   });
+
+  // A bind mount in a mount namespace of its own: root only.
+  (process.getuid?.() === 0 && process.platform === "linux" ? test : test.skip)(
+    "a folder a process works in through another path to the data dir (a bind mount, a container's volume) stays",
+    async () => {
+      const dataDir = await makeTempDir("mcp-thread-sweep-bind-");
+      const alias = await makeTempDir("mcp-thread-sweep-alias-");
+      await skeletons(dataDir, ["elsewhere", "old"]);
+      // Its cwd, as /proc names it, is under `alias`: only the folder's identity tells it is this one.
+      const script = 'mount --bind "$1" "$2" && cd "$2/threads/elsewhere/user-data/workspace" && echo ready && exec sleep 600';
+      const child = spawn("unshare", ["--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", dataDir, alias], { stdio: ["ignore", "pipe", "inherit"] });
+      children.push(child);
+      const [ready] = (await once(child.stdout!, "data")) as [Buffer];
+      expect(ready.toString()).toBe("ready\n");
+      expect(await sweepThreadFolders(dataDir, { now: () => later().now().getTime() })).toEqual({ removed: 1, capped: false, stopped: false });
+      expect(await threadsIn(dataDir)).toEqual(["elsewhere"]);
+    },
+  );
 });

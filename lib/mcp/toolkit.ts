@@ -387,11 +387,14 @@ export class McpToolkit {
     this.kept = null;
   }
 
-  /** Retires `pool`, keeping it for `close()` while its busy sessions finish their calls. */
+  /**
+   * Retires `pool`, keeping it for `close()` while its busy sessions finish their calls, and while it runs the sweep of
+   * thread folders (once per process: no later pool runs it again), which `close()` stops and waits for.
+   */
   private retirePool(pool: SessionPool): void {
     pool.retire();
-    for (const earlier of this.retiredPools) if (earlier.live === 0) this.retiredPools.delete(earlier);
-    if (pool.live > 0) this.retiredPools.add(pool);
+    for (const earlier of this.retiredPools) if (earlier.live === 0 && !earlier.sweeping) this.retiredPools.delete(earlier);
+    if (pool.live > 0 || pool.sweeping) this.retiredPools.add(pool);
   }
 
   /** The new generation's pool and config for a call whose pool was retired before it was sent (see `CallTarget`). */

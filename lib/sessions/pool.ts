@@ -205,6 +205,7 @@ export class SessionPool {
    * (whose processes may still work there); no call waits for it, `close()` stops it and waits for it.
    */
   private threadSweep: Promise<void> | undefined;
+  private threadSweepRunning = false;
   private readonly stopThreadSweep = new AbortController();
   private readonly now: (() => number) | undefined;
   /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
@@ -238,6 +239,14 @@ export class SessionPool {
   /** Closed (its toolkit closed): calls still running on its sessions fail because of that, not of their server. */
   get isClosed(): boolean {
     return this.closed;
+  }
+
+  /**
+   * Whether the sweep of thread folders this pool began still runs: a retired pool doing it is kept for `close()`
+   * (no later pool of the process runs it again).
+   */
+  get sweeping(): boolean {
+    return this.threadSweepRunning;
   }
 
   /** Sessions (and creations) this pool still holds, those draining after their calls and those closing included. */
@@ -675,7 +684,13 @@ export class SessionPool {
     const dataDir = this.dataDir;
     if (dataDir === undefined || this.threadSweep !== undefined) return;
     const options = { signal: this.stopThreadSweep.signal, ...(this.now ? { now: this.now } : {}) };
-    this.threadSweep = orphans.then(() => sweepThreadFoldersOnce(dataDir, this.logger, options)).catch(() => undefined);
+    this.threadSweepRunning = true;
+    this.threadSweep = orphans
+      .then(() => sweepThreadFoldersOnce(dataDir, this.logger, options))
+      .catch(() => undefined)
+      .finally(() => {
+        this.threadSweepRunning = false;
+      });
   }
 
   /** See `McpSession.holdTask`. */

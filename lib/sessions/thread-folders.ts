@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, readlink, realpath, rmdir, unlink } from "node:fs/promises";
+import { lstat, opendir, readdir, readFile, readlink, realpath, rmdir, stat, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
 import { inBatches } from "./session-processes";
@@ -58,6 +58,8 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, 
 async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSince: number | undefined, changedBefore?: number): Promise<boolean> {
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
   const present: string[] = [];
+  /** The identities of the levels present (see `someProcessIn`). */
+  const identities = new Set<string>();
   const uid = process.geteuid?.();
   /** Set when the skeleton is complete but for what its temp folder holds, which `tempFilesSince` lets go. */
   let tmpToClear: { dir: string; dev: number; uid: number; since: number } | undefined;
@@ -69,7 +71,9 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     if (uid !== undefined && info.uid !== uid) return false;
     if (changedBefore !== undefined && changedSince(info, changedBefore)) return false;
     present.push(dir);
-    const names = await readdir(dir);
+    identities.add(identityOf(info));
+    // Two names tell whether it is the next level alone: a workspace of 100,000 files is not listed whole.
+    const names = await firstNames(dir, 2);
     if (names.length === 0) break;
     const next = chain[index + 1];
     // Only where `someProcessIn` can see the processes that may still use it (Linux's /proc).
@@ -81,9 +85,10 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   }
   // A process running in the folder (a child of another host process sharing the data dir, a process a server left
   // that kept its cwd, one given its temp folder) may still write there. The kernel names a working directory by its
-  // real path: a data dir reached through a link is compared as that.
+  // real path: a data dir reached through a link is compared as that; one reached through another path (a bind mount, a
+  // container's volume) by the folders' identities.
   const real = await realpath(folder).catch(() => undefined);
-  if (real === undefined || (await someProcessIn(real))) return false;
+  if (real === undefined || (await someProcessIn(real, identities))) return false;
   // Asked again after the scan of /proc (the longest step): a host that began preparing a session meanwhile is seen
   // now; one that begins between this and the removal is the race `sweepThreadFolders` explains.
   if (changedBefore !== undefined && !(await unchangedSince(present, changedBefore))) return false;
@@ -102,6 +107,22 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     }
   }
   return true;
+}
+
+/** Up to `count` names of the entries of `dir`, in directory order. */
+async function firstNames(dir: string, count: number): Promise<string[]> {
+  const handle = await opendir(dir, { bufferSize: count });
+  const names: string[] = [];
+  try {
+    while (names.length < count) {
+      const entry = await handle.read();
+      if (entry === null) break;
+      names.push(entry.name);
+    }
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+  return names;
 }
 
 /** Whether a folder's contents or attributes changed at `since` (epoch ms) or later. */
@@ -159,14 +180,22 @@ async function clearTemporaryTmp({ dir: tmp, dev, uid, since }: { dir: string; d
 
 const PROC = "/proc";
 
+/** A folder's device and inode, the same whatever path (link, bind mount, another mount namespace) reaches it. */
+function identityOf(info: { dev: number; ino: number }): string {
+  return `${info.dev}:${info.ino}`;
+}
+
 /**
- * Whether a process this one may inspect works in `folder` (a real path): its working directory is there, or its temp
- * folder (TMPDIR, TMP or TEMP: a child of a server whose operator set `cwd` keeps the thread's `.mcp/tmp`). Linux;
- * elsewhere none is found.
+ * Whether a process this one may inspect works in `folder` (a real path) or in one of the folders `identities` names
+ * (its levels): its working directory is there, or its temp folder (TMPDIR, TMP or TEMP: a child of a server whose
+ * operator set `cwd` keeps the thread's `.mcp/tmp`). /proc names a working directory by the path its process sees: one
+ * in another mount namespace that reaches the data dir through a bind mount (a container's volume) is found by identity
+ * only. Linux; elsewhere none is found.
  */
-async function someProcessIn(folder: string): Promise<boolean> {
+async function someProcessIn(folder: string, identities: ReadonlySet<string>): Promise<boolean> {
   const inside = folder + nodePath.sep;
-  return (await freshPlaces()).some((place) => place === folder || place.startsWith(inside));
+  const places = await freshPlaces();
+  return places.paths.some((place) => place === folder || place.startsWith(inside)) || [...identities].some((id) => places.identities.has(id));
 }
 
 /** The variables a stdio child's temp folder is given in (see `stdioLaunch`). */
@@ -185,24 +214,39 @@ function tempFoldersIn(environ: Buffer, into: Set<string>): void {
   }
 }
 
-/** The working directories and temp folders (real paths) of the processes this one may inspect. */
-async function scanPlaces(): Promise<string[]> {
+interface Places {
+  /** The working directories and temp folders (real paths) of the processes this one may inspect. */
+  readonly paths: string[];
+  /** Their identities (`identityOf`), each temp folder looked up from its process's root. */
+  readonly identities: ReadonlySet<string>;
+}
+
+async function scanPlaces(): Promise<Places> {
   const pids = await readdir(PROC).then(
     (names) => names.filter((name) => /^[0-9]+$/.test(name)),
     () => [] as string[],
   );
   const temps = new Set<string>();
+  const identities = new Set<string>();
+  const noteIdentity = (target: string): Promise<void> => stat(target).then((info) => void identities.add(identityOf(info)), () => undefined);
   const cwds = await inBatches(pids, async (pid) => {
     const [cwd, environ] = await Promise.all([
       readlink(`${PROC}/${pid}/cwd`).catch(() => ""),
       readFile(`${PROC}/${pid}/environ`).catch(() => undefined),
+      noteIdentity(`${PROC}/${pid}/cwd`),
     ]);
-    if (environ !== undefined) tempFoldersIn(environ, temps);
+    if (environ !== undefined) {
+      const own = new Set<string>();
+      tempFoldersIn(environ, own);
+      for (const dir of own) temps.add(dir);
+      // Looked up from the process's own root, where its path means what it means to it.
+      await Promise.all([...own].map((dir) => noteIdentity(`${PROC}/${pid}/root${dir}`)));
+    }
     return cwd;
   });
   // Spelled as each process was given them (a data dir through a link): compared as real paths. Few distinct ones.
   const real = await inBatches([...temps], (dir) => realpath(dir).catch(() => nodePath.resolve(dir)));
-  return [...cwds.filter((cwd) => cwd !== ""), ...real];
+  return { paths: [...cwds.filter((cwd) => cwd !== ""), ...real], identities };
 }
 
 /** A scan that starts after this call, shared by the removals that ask meanwhile (see `freshRuns`). */
