@@ -8,19 +8,20 @@
 import { afterEach, describe, expect, test } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
+import { THREAD_HEARTBEAT_MS } from "../../lib/sessions/thread-heartbeat";
 import { sweepThreadFolders, SWEEP_MIN_AGE_MS } from "../../lib/sessions/thread-sweep";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { ManualClock } from "../fixtures/clock";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { endHosts, startHost } from "../fixtures/hosts";
+import { advanceHost, endHosts, startHost } from "../fixtures/hosts";
 import { waitUntil } from "../fixtures/processes";
 import { stdioFixture } from "../fixtures/stdio";
 
@@ -124,6 +125,44 @@ describe("the empty thread folders of a host killed before it closed its session
     await toolkit.close();
     // Stopped (or done) before close() resolved: its one line is logged.
     expect(logger.messages().filter((line) => SWEPT.test(line))).toHaveLength(1);
+  }, 90_000);
+
+  test("another host's live session its /proc does not show (another machine sharing the data dir) keeps its folder by its heartbeat, idle for longer than the age bound; once that host is gone the folder ages and goes", async () => {
+    const dataDir = await makeTempDir("mcp-thread-sweep-heartbeat-");
+    // Its server runs with a cwd and temp folders of its own: /proc here does not tie it to the thread, as on another machine.
+    const elsewhere = await makeTempDir("mcp-thread-sweep-heartbeat-away-");
+    const away = { ...server, cwd: elsewhere, env: { ...server.env, TMPDIR: elsewhere, TMP: elsewhere, TEMP: elsewhere } };
+    const configPath = await writeConfig(await makeTempDir("mcp-thread-sweep-heartbeat-cfg-"), { mcpServers: { local: away } });
+    const start = Date.now();
+    const other = await startHost(configPath, [], dataDir, ["live"], { manualTime: true });
+    // A killed host's skeleton beside it: the sweep runs and removes what nobody keeps.
+    await skeletons(dataDir, ["gone"]);
+    const live = threadFolder(dataDir, "live");
+    const changed = () => {
+      const info = lstatSync(live, { throwIfNoEntry: false });
+      return info === undefined ? -1 : Math.max(info.ctimeMs, info.mtimeMs);
+    };
+    // The other host lives on, its session idle (no file written), through four beats: longer than the age bound.
+    const beats = 4;
+    expect(beats * THREAD_HEARTBEAT_MS).toBeGreaterThan(SWEEP_MIN_AGE_MS + 60_000);
+    for (let beat = 1; beat <= beats; beat += 1) {
+      advanceHost(other, THREAD_HEARTBEAT_MS);
+      // Its beat is written on its own; a host without one would be waited for in vain here, and the sweep decides.
+      await waitUntil(() => changed() >= start + beat * THREAD_HEARTBEAT_MS, 10_000);
+    }
+    // This process's clock moved as far: every folder made so far is older than the bound, but for the beats.
+    const now = Date.now() + beats * THREAD_HEARTBEAT_MS;
+    expect(await sweepThreadFolders(dataDir, { now: () => now })).toEqual({ removed: 1, capped: false, stopped: false });
+    expect(await threadsIn(dataDir)).toEqual(["default", "live"]);
+    expect(existsSync(threadPaths(dataDir, "live").tmp)).toBe(true);
+
+    // Killed: no more beats, and once its folder is older than the bound the sweep of the next start takes it.
+    other.kill("SIGKILL");
+    await once(other, "exit");
+    expect(await sweepThreadFolders(dataDir, { now: () => now })).toEqual({ removed: 0, capped: false, stopped: false });
+    const aged = Date.now() + beats * THREAD_HEARTBEAT_MS + SWEEP_MIN_AGE_MS + 1_000;
+    expect(await sweepThreadFolders(dataDir, { now: () => aged })).toEqual({ removed: 2, capped: false, stopped: false });
+    expect(await threadsIn(dataDir)).toEqual([]);
   }, 90_000);
 
   test("bounded: at most `maxEntries` entries per sweep, in batches, and none once stopped (the signal the pool's close() aborts)", async () => {

@@ -107,7 +107,8 @@ export interface McpToolkitOptions {
   taskRuntime?: ToolkitTaskHooks;
   /**
    * The clock the sweep of empty thread folders left by a killed host reads (a folder must be unchanged for some
-   * minutes to go); mostly for tests, as the task runtime's `clock`.
+   * minutes to go), and the heartbeat of live stdio sessions' thread folders sets their times from; mostly for tests,
+   * as the task runtime's `clock`.
    */
   clock?: () => Date;
 }

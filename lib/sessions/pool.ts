@@ -19,6 +19,7 @@ import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
 import { removeThreadSkeleton, threadFolderRemoval } from "./thread-folders";
 import { sweepThreadFoldersOnce } from "./thread-sweep";
+import { ThreadHeartbeat } from "./thread-heartbeat";
 import { WorkspaceSecrets, workspaceSessionCount } from "./workspace-secrets";
 
 export interface McpSession {
@@ -158,7 +159,10 @@ export interface SessionPoolOptions {
   temporaryStdioIdleMs?: number | null;
   /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
   sessionDeleteTimeoutMs?: number;
-  /** The clock (epoch ms) the sweep of thread folders a killed host left compares change times with; for tests. */
+  /**
+   * The clock (epoch ms) the sweep of thread folders a killed host left compares change times with, and the heartbeat
+   * of live sessions' folders sets them from (`ThreadHeartbeat`); for tests.
+   */
   now?: () => number;
 }
 
@@ -208,6 +212,8 @@ export class SessionPool {
   private threadSweepRunning = false;
   private readonly stopThreadSweep = new AbortController();
   private readonly now: (() => number) | undefined;
+  /** Keeps the thread folders of this pool's live stdio sessions young for another host's sweep (see `ThreadHeartbeat`). */
+  private readonly heartbeat: ThreadHeartbeat;
   /** Sessions that left the pool (evicted, invalidated) but still run calls; closed after them, or by `close()`. */
   private readonly draining = new Set<Entry>();
   /** Sessions being closed: `close()` waits for them, so nothing a pool opened outlives it. */
@@ -230,6 +236,7 @@ export class SessionPool {
     this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
     this.deleteTimeoutMs = options.sessionDeleteTimeoutMs ?? DEFAULT_SESSION_DELETE_TIMEOUT_MS;
     this.now = options.now;
+    this.heartbeat = new ThreadHeartbeat(() => this.liveThreads(), options.now);
   }
 
   get isRetired(): boolean {
@@ -494,6 +501,7 @@ export class SessionPool {
       creation: new AbortController(),
     } as Entry;
     if (entry.workspace && !entry.temporary) entry.workspace.keptThreadRun = true;
+    if (paths) this.heartbeat.start();
     for (const value of headerSecrets(opts.headers)) this.noteSent(entry, value);
     // A child is given its server's own secrets as it starts (in its env), before any call: it may name a file with them.
     if (stdio) for (const value of this.secretsFor(serverName)) this.noteSent(entry, value);
@@ -693,6 +701,13 @@ export class SessionPool {
       });
   }
 
+  /** The thread paths of the stdio sessions of this pool whose child may still run (one per session, duplicates too). */
+  private *liveThreads(): Generator<ThreadPaths> {
+    for (const entries of [this.entries.values(), this.draining.values()]) {
+      for (const entry of entries) if (entry.paths && entry.workspace && !entry.exited?.()) yield entry.paths;
+    }
+  }
+
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
     if (!pending) {
@@ -718,6 +733,8 @@ export class SessionPool {
       entry.closing = true;
       if (entry.inFlight === 0) void this.closeEntry(entry);
     }
+    // Busy sessions close after their calls: their folders are kept young until then (the next tick finds none left).
+    if (this.entries.size === 0 && this.draining.size === 0) this.heartbeat.stop();
   }
 
   /**
@@ -742,6 +759,7 @@ export class SessionPool {
     this.retired = true;
     this.closed = true;
     this.stopThreadSweep.abort();
+    this.heartbeat.stop();
     await Promise.all([...this.entries.values(), ...this.draining].map((entry) => this.closeEntry(entry)));
     // A closing may start another (a child's exit ends what it started): wait until none is left.
     while (this.closings.size > 0) await Promise.all([...this.closings]);

@@ -22,7 +22,8 @@ import { workspaceSessionCount } from "./workspace-secrets";
  * remains is a host that begins preparing a folder unchanged for that long in the instant between the last look at its
  * change times and the removal (after the /proc scan): its child then fails to start (its cwd is gone) or runs in a
  * removed folder until its session ends; no file is lost, since only empty folders are removed. Linux only, where /proc
- * tells which processes use a folder.
+ * tells which processes use a folder. A live session of a host whose children this /proc does not show (another machine
+ * or container on a shared volume) keeps its folder by the same rule: its host's `ThreadHeartbeat` keeps it young.
  */
 
 /** Entries of `<data dir>/threads` one sweep looks at, in directory order; the next process start looks again. */
