@@ -112,6 +112,14 @@ describe("the echo of a named host path", () => {
     });
   });
 
+  test("is restored in a file: URI with one slash (Java's File.toURI), the server's link to the path it was given", () => {
+    const map = named(`${V}/outputs/a.txt`);
+    expect(restoreNamedPaths(`wrote file:${HOST}/outputs/a.txt and FILE:${HOST}/outputs/a.txt, not profile:${HOST}/outputs/a.txt`, map)).toEqual({
+      type: "text",
+      text: `wrote file:${V}/outputs/a.txt and FILE:${V}/outputs/a.txt, not profile:${HOST}/outputs/a.txt`,
+    });
+  });
+
   test("of a file:// URL is also restored as the path it names, which a server given a URL answers with", () => {
     const map = named(`file://${V}/workspace/my%20notes.txt#L2`);
     expect(restoreNamedPaths(`cannot open ${HOST}/workspace/my notes.txt`, map)).toEqual({ type: "text", text: `cannot open ${V}/workspace/my notes.txt` });
@@ -180,6 +188,18 @@ describe("through stdio and HTTP tools in a ToolNode", () => {
   test("a missing file named by a file:// URL, which the server answers with the path it names, is shown as the model wrote it", async () => {
     const message = await callThroughGraph(graph, "local_open_file", { path: `file://${V}/workspace/my%20missing.txt` }, run);
     expect(message.content).toBe(`cannot open ${V}/workspace/my missing.txt`);
+  });
+
+  test("a path the model wrote unnormalized (`//`, `./`, `..`, a trailing slash), which the server answers resolved, is shown as /mnt/user-data/…", async () => {
+    for (const [written, shown] of [
+      [`${V}/workspace//missing a.txt`, `${V}/workspace/missing a.txt`],
+      [`${V}/workspace/./sub/../missing b.txt`, `${V}/workspace/missing b.txt`],
+      [`${V}/outputs/`, `${V}/outputs`],
+      [`file://${V}/workspace//my%20missing%20c.txt`, `${V}/workspace/my missing c.txt`],
+    ]) {
+      const message = await callThroughGraph(graph, "local_open_file", { path: written }, run);
+      expect(message.content).toBe(`cannot open ${shown}`);
+    }
   });
 
   test("a JSON-RPC error quoting the host path it was given shows it as the model wrote it", async () => {

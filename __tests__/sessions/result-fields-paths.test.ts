@@ -83,6 +83,23 @@ describe("the parts of a stdio result other than its text, through a ToolNode", 
     });
   });
 
+  test("a _meta key the protocol reserves (a related task's id) is left as the server sent it, file or named path", async () => {
+    const thread = "meta-task";
+    const host = await withFile(thread, "job.json");
+    const message = await callThroughGraph(graph, "local_path_fields", { path: "job.json", part: "task" }, runIn(thread));
+    expect((message.artifact as { meta?: unknown }).meta).toEqual({
+      "io.modelcontextprotocol/related-task": { taskId: host },
+      file: `${V}/workspace/job.json`,
+    });
+    // The thread's host path given for the model's /mnt/user-data one (another thread: one call per checkpoint here).
+    const other = await withFile("meta-task-named", "job.json");
+    const named = await callThroughGraph(graph, "local_path_fields", { path: `${V}/workspace/job.json`, part: "task" }, runIn("meta-task-named"));
+    expect((named.artifact as { meta?: unknown }).meta).toEqual({
+      "io.modelcontextprotocol/related-task": { taskId: other },
+      file: `${V}/workspace/job.json`,
+    });
+  });
+
   test.each(["link", "embedded", "blob"])("a %s item naming an existing file of the thread leaves no host path in the ToolMessage or checkpoint", async (part) => {
     const thread = `item-${part}`;
     await withFile(thread, "report.txt");

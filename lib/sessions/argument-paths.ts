@@ -2,7 +2,7 @@ import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { isPlainObject, setOwn } from "../shared/plain-object";
-import { mapStrings } from "./paths";
+import { mapStrings, protocolMetaKeys } from "./paths";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** A stdio call's arguments as its server is sent them. */
@@ -73,6 +73,9 @@ function hostText(text: string, userData: string, named: Map<string, string>): s
   const rest = text.slice(after);
   const decoded = restOnHost(rest, url);
   if (decoded === undefined) return text;
+  // A server often answers with the path resolved (`cannot open /…/a.txt` for `…//a.txt`, `…/./a.txt`, `…/x/../a.txt`).
+  const resolved = resolvedRest(decoded);
+  if (resolved !== decoded) named.set(userData + resolved, VIRTUAL_USER_DATA + resolved);
   if (!url) {
     named.set(userData + rest, text);
     return userData + rest;
@@ -82,6 +85,13 @@ function hostText(text: string, userData: string, named: Map<string, string>): s
   // A server given a URL often answers with the path it names (`cannot open /…/my file.txt`).
   named.set(userData + decoded, VIRTUAL_USER_DATA + decoded);
   return host;
+}
+
+/** `rest` (a path inside the folder, from `/`, or empty) as `path.resolve` gives it: normalized, no trailing `/`. */
+function resolvedRest(rest: string): string {
+  if (rest === "") return rest;
+  const normal = nodePath.posix.normalize(rest);
+  return normal.length > 1 && normal.endsWith("/") ? normal.slice(0, -1) : normal === "/" ? "" : normal;
 }
 
 /**
@@ -112,8 +122,8 @@ const CONTINUES_PATH = /[\p{L}\p{N}\p{M}_.~%+@$/:\\-]/u;
 
 /**
  * `text` with each host path `named` maps shown as the model wrote it (`/mnt/user-data/…`), longest first (a path named
- * whole and a folder of it both named); not where it is the tail of a longer path or URL, but after `file://` (the
- * server's link to the path it was given).
+ * whole and a folder of it both named); not where it is the tail of a longer path or URL, but after `file://` or `file:`
+ * (the server's link to the path it was given).
  */
 export function restoreNamedPaths(text: string, named: ReadonlyMap<string, string>): string {
   let out = text;
@@ -122,9 +132,7 @@ export function restoreNamedPaths(text: string, named: ReadonlyMap<string, strin
     let next = "";
     let copied = 0;
     for (let at = out.indexOf(host); at !== -1; at = out.indexOf(host, at + host.length)) {
-      if (at > 0 && CONTINUES_PATH.test(out[at - 1]) && !(at >= FILE_SCHEME.length && out.slice(at - FILE_SCHEME.length, at).toLowerCase() === FILE_SCHEME)) {
-        continue;
-      }
+      if (at > 0 && CONTINUES_PATH.test(out[at - 1]) && !afterFileScheme(out, at)) continue;
       next += out.slice(copied, at) + virtual;
       copied = at + host.length;
     }
@@ -132,6 +140,15 @@ export function restoreNamedPaths(text: string, named: ReadonlyMap<string, strin
   }
   return out;
 }
+
+/** Whether `text` has a `file://` URL's scheme, or a `file:` URI's (`file:/…`, Java's `File.toURI`), right before `at`. */
+function afterFileScheme(text: string, at: number): boolean {
+  if (at >= FILE_SCHEME.length && text.slice(at - FILE_SCHEME.length, at).toLowerCase() === FILE_SCHEME) return true;
+  const start = at - FILE_URI_SCHEME.length;
+  return start >= 0 && text.slice(start, at).toLowerCase() === FILE_URI_SCHEME && (start === 0 || !CONTINUES_PATH.test(text[start - 1]));
+}
+
+const FILE_URI_SCHEME = "file:";
 
 const sorted = new WeakMap<ReadonlyMap<string, string>, readonly (readonly [string, string])[]>();
 
@@ -146,7 +163,8 @@ function sortedPairs(named: ReadonlyMap<string, string>): readonly (readonly [st
 
 /**
  * `result` with each host path `named` maps shown as the model wrote it (`/mnt/user-data/…`), wherever the server
- * quoted it: in text, a link or a string of `structuredContent` (outside the top-level keys in `keep`) or `_meta`.
+ * quoted it: in text, a link or a string of `structuredContent` (outside the top-level keys in `keep`) or `_meta` (outside
+ * the keys the protocol reserves).
  */
 export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string, string>, keep: readonly string[] = []): CallToolResult {
   if (named.size === 0) return result;
@@ -175,7 +193,7 @@ export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string
     return item;
   });
   const structured = isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, restore, keep) : result.structuredContent;
-  const meta = isPlainObject(result._meta) ? mapStrings(result._meta, restore) : result._meta;
+  const meta = isPlainObject(result._meta) ? mapStrings(result._meta, restore, protocolMetaKeys(result._meta)) : result._meta;
   if (!changed && structured === result.structuredContent && meta === result._meta) return result;
   return {
     ...result,

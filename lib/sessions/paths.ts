@@ -181,7 +181,8 @@ type Content = CallToolResult["content"][number];
  * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
  * string of `structuredContent` or `_meta` (the artifact's `meta`), that resolves (symlinks followed) to an existing
  * file inside the thread's `user-data` becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
- * unchanged; nothing is copied. The top-level `structuredContent` keys in `keep` (a task's id) stay as they are.
+ * unchanged; nothing is copied. The top-level `structuredContent` keys in `keep` (a task's id) stay as they are, and so
+ * do the `_meta` keys the protocol reserves (`protocolMetaKeys`).
  */
 export async function translateResultPaths(
   result: CallToolResult,
@@ -228,7 +229,7 @@ export async function translateResultPaths(
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
     ? mapStrings(result.structuredContent, asData, keep)
     : result.structuredContent;
-  const meta = virtual.size > 0 && isPlainObject(result._meta) ? mapStrings(result._meta, asData) : result._meta;
+  const meta = virtual.size > 0 && isPlainObject(result._meta) ? mapStrings(result._meta, asData, protocolMetaKeys(result._meta)) : result._meta;
   return {
     ...result,
     content,
@@ -296,6 +297,8 @@ export function pathReferences(result: CallToolResult, keep: readonly string[] =
     }
   }
   const collectData = (text: string) => {
+    // Every reference holds a `/`: a long value without one (a large `_meta`) is not tokenized.
+    if (!text.includes("/")) return text;
     collectReferences(text, references);
     const whole = wholeReference(text);
     if (whole !== undefined) references.add(whole);
@@ -303,9 +306,25 @@ export function pathReferences(result: CallToolResult, keep: readonly string[] =
   };
   if (isPlainObject(result.structuredContent)) mapStrings(result.structuredContent, collectData, keep);
   // `_meta` rides in the ToolMessage artifact (and so the checkpoint): its strings are data, as structuredContent's.
-  if (isPlainObject(result._meta)) mapStrings(result._meta, collectData);
+  if (isPlainObject(result._meta)) mapStrings(result._meta, collectData, protocolMetaKeys(result._meta));
   return references;
 }
+
+/**
+ * The top-level `_meta` keys the protocol reserves (a prefix with a `modelcontextprotocol` or `mcp` label:
+ * `io.modelcontextprotocol/related-task`): ids and fields a client or a task driver reads back as the server sent them,
+ * like a task's `structuredContent` protocol fields.
+ */
+export function protocolMetaKeys(meta: Record<string, unknown>): readonly string[] {
+  let keys: string[] | undefined;
+  for (const key of Object.keys(meta)) {
+    const slash = key.indexOf("/");
+    if (slash > 0 && key.slice(0, slash).split(".").some((label) => label === "modelcontextprotocol" || label === "mcp")) (keys ??= []).push(key);
+  }
+  return keys ?? NO_KEYS;
+}
+
+const NO_KEYS: readonly string[] = [];
 
 /**
  * `value` (JSON data) with `rewrite` applied to each string in it, at any depth, but under the top-level keys in `keep`;
