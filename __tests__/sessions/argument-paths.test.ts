@@ -120,6 +120,20 @@ describe("the echo of a named host path", () => {
     });
   });
 
+  test("of a file:// URL the model wrote unnormalized is restored as the server's URL parser gives it back, also from a data dir a URL escapes", () => {
+    const host = "/data dir/threads/t/user-data";
+    for (const written of [`file://${V}/workspace/sub/../my%20a.txt`, `file://${V}/workspace/./my%20a.txt`]) {
+      const { args, named: map } = hostArguments({ value: written }, host)!;
+      // What `new URL(arg).href` (Node, a browser engine) or Java's `URI.normalize()` answers: the dot segments resolved.
+      const echoed = new URL(args.value as string).href;
+      expect(echoed).toBe("file:///data%20dir/threads/t/user-data/workspace/my%20a.txt");
+      expect(withNamedPaths({ content: [{ type: "text", text: `cannot open ${echoed}` }] }, map).content[0]).toEqual({
+        type: "text",
+        text: `cannot open file://${V}/workspace/my%20a.txt`,
+      });
+    }
+  });
+
   test("of a file:// URL is also restored as the path it names, which a server given a URL answers with", () => {
     const map = named(`file://${V}/workspace/my%20notes.txt#L2`);
     expect(restoreNamedPaths(`cannot open ${HOST}/workspace/my notes.txt`, map)).toEqual({ type: "text", text: `cannot open ${V}/workspace/my notes.txt` });

@@ -17,6 +17,7 @@ import {
   WorkspaceScanner,
   type PathContext,
 } from "../../lib/sessions";
+import { protocolMetaKeys } from "../../lib/sessions/paths";
 import { toolkitTaskCaller } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
@@ -787,5 +788,14 @@ describe("a reference that names something refused: no shorter form of it stands
   test("a file:// URL the URL parser refuses (an encoded '/' after a JSON escape) names nothing: its shorter form is rewritten", async () => {
     const url = pathToFileURL(path.join(own, "report.txt")).href;
     expect(await translated(JSON.stringify({ log: `saved ${url}\nnext=a%2Fb` }))).toBe(JSON.stringify({ log: `saved ${V}/workspace/report.txt\nnext=a%2Fb` }));
+  });
+});
+
+describe("the _meta keys the protocol reserves", () => {
+  test("a prefix whose second label, or one before its last, is mcp or modelcontextprotocol; not a server's own", () => {
+    const meta = Object.fromEntries(
+      ["io.modelcontextprotocol/related-task", "dev.mcp/a", "com.mcp.tools/b", "mcp.dev/c", "tools.mcp.com/d", "com.example.mcp/e", "mcp/f", "com.example/g", "h"].map((k) => [k, 1]),
+    );
+    expect(protocolMetaKeys(meta)).toEqual(["io.modelcontextprotocol/related-task", "dev.mcp/a", "com.mcp.tools/b", "mcp.dev/c", "tools.mcp.com/d"]);
   });
 });

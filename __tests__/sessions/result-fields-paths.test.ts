@@ -100,6 +100,19 @@ describe("the parts of a stdio result other than its text, through a ToolNode", 
     });
   });
 
+  test("a _meta key of the server's own that only carries an mcp label (com.example.mcp/, mcp/) is translated", async () => {
+    // Reserved is a prefix whose second label is mcp or modelcontextprotocol (2025-11-25), or one such label not last
+    // (2025-06-18): neither reserves these, so they are the server's data, and a host path there is the thread's.
+    const thread = "meta-vendor";
+    await withFile(thread, "out.txt");
+    const message = await callThroughGraph(graph, "local_path_fields", { path: "out.txt", part: "vendor" }, runIn(thread));
+    expect((message.artifact as { meta?: unknown }).meta).toEqual({
+      "com.example.mcp/output": { file: `${V}/workspace/out.txt` },
+      "mcp/file": `${V}/workspace/out.txt`,
+    });
+    expect(await checkpointOf(thread)).not.toContain(dataDir);
+  });
+
   test.each(["link", "embedded", "blob"])("a %s item naming an existing file of the thread leaves no host path in the ToolMessage or checkpoint", async (part) => {
     const thread = `item-${part}`;
     await withFile(thread, "report.txt");

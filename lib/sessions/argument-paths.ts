@@ -84,7 +84,19 @@ function hostText(text: string, userData: string, named: Map<string, string>): s
   named.set(host, text);
   // A server given a URL often answers with the path it names (`cannot open /…/my file.txt`).
   named.set(userData + decoded, VIRTUAL_USER_DATA + decoded);
+  // Or with the URL as its parser gives it back (`new URL(…).href`), dot segments resolved: a data dir with a character
+  // a URL escapes (a space) matches none of the above there.
+  if (resolved !== decoded) addParsedUrl(host, text, named);
   return host;
+}
+
+function addParsedUrl(host: string, text: string, named: Map<string, string>): void {
+  try {
+    const parsed = new URL(host).href;
+    if (parsed !== host) named.set(parsed, new URL(text).href);
+  } catch {
+    // not a URL a parser reads: no server gives it back parsed
+  }
 }
 
 /** `rest` (a path inside the folder, from `/`, or empty) as `path.resolve` gives it: normalized, no trailing `/`. */

@@ -311,15 +311,18 @@ export function pathReferences(result: CallToolResult, keep: readonly string[] =
 }
 
 /**
- * The top-level `_meta` keys the protocol reserves (a prefix with a `modelcontextprotocol` or `mcp` label:
- * `io.modelcontextprotocol/related-task`): ids and fields a client or a task driver reads back as the server sent them,
- * like a task's `structuredContent` protocol fields.
+ * The top-level `_meta` keys the protocol reserves (`io.modelcontextprotocol/related-task`): ids and fields a client or
+ * a task driver reads back as the server sent them, like a task's `structuredContent` protocol fields. Reserved is a
+ * prefix whose second label is `modelcontextprotocol` or `mcp` (2025-11-25: `dev.mcp/`, `com.mcp.tools/`), or has one
+ * such label before its last (2025-06-18: `mcp.dev/`); a server's own `com.example.mcp/` or `mcp/` is its data.
  */
 export function protocolMetaKeys(meta: Record<string, unknown>): readonly string[] {
   let keys: string[] | undefined;
   for (const key of Object.keys(meta)) {
     const slash = key.indexOf("/");
-    if (slash > 0 && key.slice(0, slash).split(".").some((label) => label === "modelcontextprotocol" || label === "mcp")) (keys ??= []).push(key);
+    if (slash <= 0) continue;
+    const labels = key.slice(0, slash).split(".");
+    if (labels.some((label, i) => (i === 1 || i < labels.length - 1) && (label === "modelcontextprotocol" || label === "mcp"))) (keys ??= []).push(key);
   }
   return keys ?? NO_KEYS;
 }
