@@ -468,24 +468,25 @@ const PATHS_CUT_NOTE = "paths not translated: the file system did not answer wit
  */
 async function listableSnapshot(scanner: WorkspaceScanner, deadline: CallDeadline, workspace: CallWorkspace): Promise<WorkspaceSnapshot> {
   if (workspace.walkCut) return null;
-  const walked = scanner.snapshotInPlace() ?? (await walkLarge(scanner, deadline));
+  const walked = scanner.snapshotInPlace() ?? (await cutByDeadline(scanner.snapshotLarge(), deadline));
   if (walked === undefined) workspace.walkCut = true;
   else if (walked === null) workspace.tooLarge = true;
   return walked ?? null;
 }
 
 /**
- * A walk off the event loop that the call's deadline may cut: `undefined` when it did (the walk goes on unseen, as a
- * file system call cannot be taken back). A slow walk (a hung network file system) costs the listing, not the call.
+ * File-system work off the event loop (a walk, a path translation) that the call's deadline may cut: `undefined` when
+ * it did (the work goes on unseen, as a file system call cannot be taken back). A slow file system (a hung network
+ * mount) costs the listing or the translation, not the call.
  */
-function walkLarge(scanner: WorkspaceScanner, deadline: CallDeadline): Promise<WorkspaceSnapshot | undefined> {
+function cutByDeadline<T>(work: Promise<T>, deadline: CallDeadline): Promise<T | undefined> {
   return new Promise((resolve, reject) => {
     const cut = () => resolve(undefined);
     deadline.walking(cut);
-    scanner.snapshotLarge().then(
-      (snapshot) => {
+    work.then(
+      (done) => {
         deadline.walked(cut);
-        resolve(snapshot);
+        resolve(done);
       },
       (err: unknown) => {
         deadline.walked(cut);
@@ -522,25 +523,11 @@ async function translatedWithin(
   deadline: CallDeadline,
   workspace: CallWorkspace,
 ): Promise<CallToolResult> {
-  const translated = await new Promise<CallToolResult>((resolve, reject) => {
-    const cut = () => {
-      workspace.pathsCut = true;
-      resolve(untranslated);
-    };
-    deadline.walking(cut);
-    translating.then(
-      (result) => {
-        deadline.walked(cut);
-        resolve(result);
-      },
-      (err: unknown) => {
-        deadline.walked(cut);
-        reject(err);
-      },
-    );
-  });
+  const translated = await cutByDeadline(translating, deadline);
   if (deadline.hasStopped) throw deadline.reason;
-  return translated;
+  if (translated !== undefined) return translated;
+  workspace.pathsCut = true;
+  return untranslated;
 }
 
 function withWorkspaceChanges(converted: ConvertedResult, context: PathContext | undefined): ConvertedResult {
