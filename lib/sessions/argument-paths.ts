@@ -1,7 +1,7 @@
 import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { isPlainObject, setOwn } from "../shared/plain-object";
+import { isPlainObject } from "../shared/plain-object";
 import { mapStrings, protocolMetaKeys } from "./paths";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
@@ -29,37 +29,11 @@ const FILE_SCHEME = "file://";
  */
 export function hostArguments(args: Record<string, unknown>, userData: string): HostArguments | undefined {
   const named = new Map<string, string>();
-  const out = hostValue(args, userData, named, 0);
+  // Only a string that starts with the path (or a file:// URL of it) is one: no scan of a long text (a file's content).
+  const host = (text: string): string =>
+    text.startsWith(VIRTUAL_USER_DATA) || text.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length) ? hostText(text, userData, named) : text;
+  const out = mapStrings(args, host, [], MAX_DEPTH);
   return out === args ? undefined : { args: out as Record<string, unknown>, named };
-}
-
-function hostValue(value: unknown, userData: string, named: Map<string, string>, depth: number): unknown {
-  if (typeof value === "string") {
-    // Only a string that starts with the path (or a file:// URL of it) is one: no scan of a long text (a file's content).
-    const path = value.startsWith(VIRTUAL_USER_DATA) || value.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length);
-    return path ? hostText(value, userData, named) : value;
-  }
-  if (depth >= MAX_DEPTH || value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) {
-    let out: unknown[] | undefined;
-    value.forEach((item: unknown, i) => {
-      const mapped = hostValue(item, userData, named, depth + 1);
-      if (mapped !== item) (out ??= [...value])[i] = mapped;
-    });
-    return out ?? value;
-  }
-  if (!isPlainObject(value)) return value;
-  let out: Record<string, unknown> | undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const mapped = hostValue(item, userData, named, depth + 1);
-    if (mapped === item) continue;
-    if (out === undefined) {
-      out = {};
-      for (const [k, v] of Object.entries(value)) setOwn(out, k, v);
-    }
-    setOwn(out, key, mapped);
-  }
-  return out ?? value;
 }
 
 function hostText(text: string, userData: string, named: Map<string, string>): string {

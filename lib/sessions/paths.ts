@@ -330,15 +330,17 @@ export function protocolMetaKeys(meta: Record<string, unknown>): readonly string
 const NO_KEYS: readonly string[] = [];
 
 /**
- * `value` (JSON data) with `rewrite` applied to each string in it, at any depth, but under the top-level keys in `keep`;
- * keys are kept. Only what changed is rebuilt: an untouched object or array is returned as it is.
+ * `value` (JSON data) with `rewrite` applied to each string in it, at any depth (arrays and objects below `maxDepth`
+ * levels are left as they are), but under the top-level keys in `keep`; keys are kept. Only what changed is rebuilt:
+ * an untouched object or array is returned as it is.
  */
-export function mapStrings(value: unknown, rewrite: (text: string) => string, keep: readonly string[] = []): unknown {
+export function mapStrings(value: unknown, rewrite: (text: string) => string, keep: readonly string[] = [], maxDepth = Infinity): unknown {
   if (typeof value === "string") return rewrite(value);
+  if (maxDepth <= 0) return value;
   if (Array.isArray(value)) {
     let out: unknown[] | undefined;
     value.forEach((item: unknown, i) => {
-      const mapped = mapStrings(item, rewrite);
+      const mapped = mapStrings(item, rewrite, [], maxDepth - 1);
       if (mapped !== item) (out ??= [...value])[i] = mapped;
     });
     return out ?? value;
@@ -347,7 +349,7 @@ export function mapStrings(value: unknown, rewrite: (text: string) => string, ke
   let out: Record<string, unknown> | undefined;
   for (const [key, item] of Object.entries(value)) {
     if (keep.includes(key)) continue;
-    const mapped = mapStrings(item, rewrite);
+    const mapped = mapStrings(item, rewrite, [], maxDepth - 1);
     if (mapped === item) continue;
     if (out === undefined) {
       out = Object.create(Object.getPrototypeOf(value) as object | null) as Record<string, unknown>;
