@@ -135,14 +135,16 @@ async function tagOf(pid: number): Promise<string | undefined | null> {
   return undefined;
 }
 
+/** The pids listed in `/proc` (none where it cannot be read). */
+export async function procPids(): Promise<string[]> {
+  return readdir(PROC).then(
+    (names) => names.filter((name) => /^[0-9]+$/.test(name)),
+    () => [],
+  );
+}
+
 async function scan(): Promise<ProcInfo[]> {
-  let names: string[];
-  try {
-    names = await readdir(PROC);
-  } catch {
-    return [];
-  }
-  const pids = names.filter((name) => /^[0-9]+$/.test(name) && Number(name) !== process.pid).map(Number);
+  const pids = (await procPids()).map(Number).filter((pid) => pid !== process.pid);
   // Each process's stat before its environment: a pid reused in between shows as a new start time when verified.
   const stats = await inBatches(pids, statOf);
   const live = pids.flatMap((pid, i) => (stats[i] === undefined ? [] : [{ pid, ...stats[i] }]));

@@ -1,7 +1,7 @@
 import { lstat, opendir, readdir, readFile, readlink, realpath, rmdir, stat, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
-import { inBatches } from "./session-processes";
+import { inBatches, procPids } from "./session-processes";
 import type { ThreadPaths } from "./workspace";
 
 /**
@@ -222,10 +222,7 @@ interface Places {
 }
 
 async function scanPlaces(): Promise<Places> {
-  const pids = await readdir(PROC).then(
-    (names) => names.filter((name) => /^[0-9]+$/.test(name)),
-    () => [] as string[],
-  );
+  const pids = await procPids();
   const temps = new Set<string>();
   const identities = new Set<string>();
   const noteIdentity = (target: string): Promise<void> => stat(target).then((info) => void identities.add(identityOf(info)), () => undefined);
@@ -264,10 +261,7 @@ async function someProcessHolds(folders: readonly string[]): Promise<boolean> {
 
 /** The files the processes this one may inspect hold open (`/proc/<pid>/fd`), and the paths of bound Unix sockets. */
 async function scanOpenFiles(): Promise<string[]> {
-  const pids = await readdir(PROC).then(
-    (names) => names.filter((name) => /^[0-9]+$/.test(name)),
-    () => [] as string[],
-  );
+  const pids = await procPids();
   const files: string[] = [];
   await inBatches(pids, async (pid) => {
     const fds = await readdir(`${PROC}/${pid}/fd`).catch(() => [] as string[]);
