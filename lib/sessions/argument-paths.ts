@@ -2,7 +2,7 @@ import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { isPlainObject } from "../shared/plain-object";
-import { mapStrings, protocolMetaKeys } from "./paths";
+import { mapContentStrings, mapStrings, protocolMetaKeys } from "./paths";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** A stdio call's arguments as its server is sent them. */
@@ -156,31 +156,10 @@ export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string
   if (named.size === 0) return result;
   const restore = (text: string): string => restoreNamedPaths(text, named);
   const items = Array.isArray(result.content) ? result.content : [];
-  let changed = false;
-  const content = items.map((item) => {
-    if (item.type === "text") {
-      const text = restore(item.text);
-      if (text === item.text) return item;
-      changed = true;
-      return { ...item, text };
-    }
-    if (item.type === "resource_link") {
-      const uri = restore(item.uri);
-      if (uri === item.uri) return item;
-      changed = true;
-      return { ...item, uri };
-    }
-    if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
-      const text = restore(item.resource.text);
-      if (text === item.resource.text) return item;
-      changed = true;
-      return { ...item, resource: { ...item.resource, text } };
-    }
-    return item;
-  });
+  const content = mapContentStrings(items, restore, restore);
   const structured = isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, restore, keep) : result.structuredContent;
   const meta = isPlainObject(result._meta) ? mapStrings(result._meta, restore, protocolMetaKeys(result._meta)) : result._meta;
-  if (!changed && structured === result.structuredContent && meta === result._meta) return result;
+  if (content === items && structured === result.structuredContent && meta === result._meta) return result;
   return {
     ...result,
     content,

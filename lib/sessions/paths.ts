@@ -178,6 +178,29 @@ const MAX_REFERENCES = 256;
 type Content = CallToolResult["content"][number];
 
 /**
+ * `items` (a result's content) with `text` applied to their texts (a text item's, an embedded text resource's) and `uri`
+ * to a link's URI: the items nothing changed are kept as they are, and so is the array when none changed.
+ */
+export function mapContentStrings(items: readonly Content[], text: (value: string) => string, uri: (value: string) => string): Content[] {
+  let out: Content[] | undefined;
+  items.forEach((item, i) => {
+    let mapped: Content = item;
+    if (item.type === "text") {
+      const next = text(item.text);
+      if (next !== item.text) mapped = { ...item, text: next };
+    } else if (item.type === "resource_link") {
+      const next = uri(item.uri);
+      if (next !== item.uri) mapped = { ...item, uri: next };
+    } else if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
+      const next = text(item.resource.text);
+      if (next !== item.resource.text) mapped = { ...item, resource: { ...item.resource, text: next } };
+    }
+    if (mapped !== item) (out ??= [...items])[i] = mapped;
+  });
+  return out ?? (items as Content[]);
+}
+
+/**
  * Rewrites the file references of a stdio result (SPEC §5.1): a `file://` resource link, or a path in text or in a
  * string of `structuredContent` or `_meta` (the artifact's `meta`), that resolves (symlinks followed) to an existing
  * file inside the thread's `user-data` becomes `/mnt/user-data/…`. Anything else (outside, a symlink escaping, a directory, missing, remote) is left
@@ -216,14 +239,7 @@ export async function translateResultPaths(
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
   const rewrite = (text: string) => rewriteText(text, virtual, pattern, refused);
-  const content = items.map((item): Content => {
-    if (item.type === "text") return { ...item, text: rewrite(item.text) };
-    if (item.type === "resource_link") return { ...item, uri: virtual.get(item.uri) ?? item.uri };
-    if (item.type === "resource" && "text" in item.resource && typeof item.resource.text === "string") {
-      return { ...item, resource: { ...item.resource, text: rewrite(item.resource.text) } };
-    }
-    return item;
-  });
+  const content = mapContentStrings(items, rewrite, (uri) => virtual.get(uri) ?? uri);
   // Their strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
   const asData = (text: string) => rewriteValue(text, virtual, refused);
   const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
