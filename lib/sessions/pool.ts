@@ -358,33 +358,36 @@ export class SessionPool {
     }
     this.trim(entry.serverName);
     if (this.httpIdleMs !== null && this.entries.get(entry.key) === entry) {
-      // One timer per session, restarted on each release; one that fires while a call runs does nothing.
-      if (entry.idleTimer) entry.idleTimer.refresh();
-      else {
-        entry.idleTimer = setClampedTimeout(() => {
-          if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
-        }, this.httpIdleMs);
-        entry.idleTimer.unref();
-      }
+      // One that fires while a call runs does nothing.
+      this.armIdleTimer(entry, this.httpIdleMs, () => {
+        if (entry.inFlight === 0 && this.entries.get(entry.key) === entry) void this.closeEntry(entry);
+      });
     }
+  }
+
+  /** Starts `entry`'s idle timer, or restarts the one it has: one per session (unref'd), restarted on each release. */
+  private armIdleTimer(entry: Entry, idleMs: number, expire: (timer: NodeJS.Timeout) => void): void {
+    if (entry.idleTimer) {
+      entry.idleTimer.refresh();
+      return;
+    }
+    const timer = setClampedTimeout(() => expire(timer), idleMs);
+    timer.unref();
+    entry.idleTimer = timer;
   }
 
   /**
    * Starts, or restarts, the idle count of a connected stdio session of a temporary thread that just became idle: the
    * server deleted its thread once the run ended, so the child (a node or python process, often hundreds of MB) would
    * otherwise wait for the bound. At the end of the count it closes only if it is still idle, still temporary, no call
-   * of its thread runs on another child (else the count starts again) and it holds no pending durable task: the bound, under pressure, may close such a child last of all, but time alone never
-   * does (a server keeping its jobs in the process would not know them in a new child); the count restarts when its
-   * last pending task ends.
+   * of its thread runs on another child (else the count starts again) and it holds no pending durable task: the bound,
+   * under pressure, may close such a child last of all, but time alone never does (a server keeping its jobs in the
+   * process would not know them in a new child); the count restarts when its last pending task ends.
    */
   private idleTemporary(entry: Entry): void {
     const idleMs = this.temporaryIdleMs;
     if (idleMs === null || !entry.session || entry.closing || this.entries.get(entry.key) !== entry) return;
-    if (entry.idleTimer) {
-      entry.idleTimer.refresh();
-      return;
-    }
-    const timer = setClampedTimeout(() => {
+    this.armIdleTimer(entry, idleMs, (timer) => {
       if (entry.inFlight > 0 || !entry.temporary || (entry.tasks?.size ?? 0) > 0 || this.entries.get(entry.key) !== entry) return;
       // A call of its thread running on another child (another server's: a long one of the same run) tells the run
       // is still going and may come back to this one: the count starts again.
@@ -397,9 +400,7 @@ export class SessionPool {
           `${idleMs / 1000}s (temporaryStdioIdleSeconds)`,
       );
       this.drain(entry);
-    }, idleMs);
-    timer.unref();
-    entry.idleTimer = timer;
+    });
   }
 
   /**
