@@ -134,6 +134,17 @@ describe("the echo of a named host path", () => {
     }
   });
 
+  test.each([
+    ["the workspace", `${HOST}/workspace`, `${V}/workspace`],
+    ["a folder outside user-data the operator set", "/srv/tool", "/srv/tool"],
+  ])("of a file:// URL a server took as a path relative to its cwd (%s) is restored as the model would read it", (_label, cwd, shownCwd) => {
+    const { args, named: map } = hostArguments({ value: `file://${V}/workspace/a.txt` }, HOST, cwd)!;
+    // What a server that takes no URLs opens: `path.resolve(cwd, arg)`, as the official filesystem server does.
+    const opened = path.resolve(cwd, args.value as string);
+    expect(opened).toBe(`${cwd}/file:${HOST}/workspace/a.txt`);
+    expect(restoreNamedPaths(`ENOENT: open '${opened}'`, map)).toEqual({ type: "text", text: `ENOENT: open '${shownCwd}/file:${V}/workspace/a.txt'` });
+  });
+
   test("of a file:// URL is also restored as the path it names, which a server given a URL answers with", () => {
     const map = named(`file://${V}/workspace/my%20notes.txt#L2`);
     expect(restoreNamedPaths(`cannot open ${HOST}/workspace/my notes.txt`, map)).toEqual({ type: "text", text: `cannot open ${V}/workspace/my notes.txt` });

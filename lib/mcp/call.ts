@@ -329,7 +329,7 @@ function sendToServer(
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
-      hosted = paths ? hostArguments(request.args, paths.userData) : undefined;
+      hosted = paths ? hostArguments(request.args, paths.userData, server.cwd || paths.workspace) : undefined;
       const answer = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline, hosted);
       const broken = outputs?.violation(request.toolName, answer);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));

@@ -23,20 +23,21 @@ const FILE_SCHEME = "file://";
  * The model only ever sees the thread's files as `/mnt/user-data/…` (results are translated so), and hands such paths
  * back to the tools: a string argument of a stdio call that is one `/mnt/user-data` path (or `file:///mnt/user-data/…`
  * URL), as a whole, becomes the host path of the thread's `user-data` folder, so the server finds what the model saw;
+ * `cwd` is the child's working folder, against which a server that takes no URLs resolves a URL as a relative path;
  * unless it leaves the folder once normalized (`/mnt/user-data/../x`). A path inside a longer text is left as it is:
  * the text may be a file's content (a report linking `/mnt/user-data/outputs/chart.png` for a UI that knows that
  * folder) as well as a command line. Object keys are not read. `undefined` when nothing changes, the usual case.
  */
-export function hostArguments(args: Record<string, unknown>, userData: string): HostArguments | undefined {
+export function hostArguments(args: Record<string, unknown>, userData: string, cwd?: string): HostArguments | undefined {
   const named = new Map<string, string>();
   // Only a string that starts with the path (or a file:// URL of it) is one: no scan of a long text (a file's content).
   const host = (text: string): string =>
-    text.startsWith(VIRTUAL_USER_DATA) || text.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length) ? hostText(text, userData, named) : text;
+    text.startsWith(VIRTUAL_USER_DATA) || text.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length) ? hostText(text, userData, named, cwd) : text;
   const out = mapStrings(args, host, [], MAX_DEPTH);
   return out === args ? undefined : { args: out as Record<string, unknown>, named };
 }
 
-function hostText(text: string, userData: string, named: Map<string, string>): string {
+function hostText(text: string, userData: string, named: Map<string, string>, cwd: string | undefined): string {
   const url = text.slice(0, FILE_SCHEME.length).toLowerCase() === FILE_SCHEME;
   const at = url ? FILE_SCHEME.length : 0;
   if (!text.startsWith(VIRTUAL_USER_DATA, at)) return text;
@@ -61,7 +62,16 @@ function hostText(text: string, userData: string, named: Map<string, string>): s
   // Or with the URL as its parser gives it back (`new URL(…).href`), dot segments resolved: a data dir with a character
   // a URL escapes (a space) matches none of the above there.
   if (resolved !== decoded) addParsedUrl(host, text, named);
+  // Or, taking no URLs, as a relative path it resolved against its cwd (`cannot open <cwd>/file:/…/a.txt`): shown as
+  // the model would have it resolved against the folder it knows the cwd as.
+  if (cwd !== undefined) named.set(nodePath.resolve(cwd, host), nodePath.resolve(virtualFolder(cwd, userData), text));
   return host;
+}
+
+/** `folder` as the model knows it: its `/mnt/user-data/…` form when inside `userData`, else as it is. */
+function virtualFolder(folder: string, userData: string): string {
+  if (folder === userData) return VIRTUAL_USER_DATA;
+  return folder.startsWith(`${userData}/`) ? VIRTUAL_USER_DATA + folder.slice(userData.length) : folder;
 }
 
 function addParsedUrl(host: string, text: string, named: Map<string, string>): void {
