@@ -12,6 +12,7 @@ import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
+import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
@@ -152,6 +153,38 @@ describe("the idle count restarts with every release", () => {
       expect(pool.size()).toBe(1);
       jest.advanceTimersByTime(300);
       expect(pool.size()).toBe(0);
+    } finally {
+      jest.useRealTimers();
+      await pool.close();
+      await fx.close();
+    }
+  });
+});
+
+describe("an idle HTTP/SSE session the server ends", () => {
+  test("leaves no idle count behind; when that count would have ended, the new session of its header set is kept", async () => {
+    const fx = await startSseFixture({ name: "ended", toolNames: ["echo"] });
+    const logger = new RecordingLogger();
+    const pool = new SessionPool(logger, { httpIdleMs: 1000 });
+    const server = McpServerSchema.parse({ type: "sse", url: fx.url });
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null };
+    try {
+      const first = await pool.acquire("ended", server, opts);
+      jest.useFakeTimers({ doNotFake: ["nextTick", "setImmediate", "queueMicrotask", "Date", "performance", "hrtime"] });
+      const timers = jest.getTimerCount();
+      first.release();
+      expect(jest.getTimerCount()).toBe(timers + 1); // its idle count
+      jest.advanceTimersByTime(500);
+      await fx.endStreams();
+      // The pool hears of the end through the stream (setImmediate is not faked).
+      while (pool.live > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(jest.getTimerCount()).toBe(timers);
+      const next = await pool.acquire("ended", server, opts);
+      next.release();
+      logger.lines.length = 0;
+      jest.advanceTimersByTime(600); // the ended session's count would have ended; the new one's has 400 ms to go
+      expect(pool.tryAcquire("ended", server, opts)?.session).toBe(next.session);
+      expect(logger.lines).toEqual([]);
     } finally {
       jest.useRealTimers();
       await pool.close();

@@ -494,7 +494,7 @@ describe("children that die, calls that fail", () => {
       expect(message.status).toBe("error");
       expect(message.content).toBe(
         "MCP tool 'pid' on server 'gone' failed: could not start the stdio MCP server 'gone' " +
-          "(ENOENT: the command or its working folder does not exist)",
+          "(ENOENT: the command, or the interpreter its script names, does not exist)",
       );
     } finally {
       await kit.close();

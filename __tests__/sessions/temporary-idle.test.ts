@@ -175,6 +175,33 @@ describe("an idle stdio child of a stateless run still going", () => {
   });
 });
 
+describe("an idle stdio child of a stateless run that crashes", () => {
+  test("leaves no idle count behind; when that count would have ended, the scope's new child is kept and nothing is logged", async () => {
+    const server = McpServerSchema.parse({ type: "stdio", ...launch, env: serverEnv });
+    const logger = new RecordingLogger();
+    const pool = new SessionPool(logger, { temporaryStdioIdleMs: 60 * SECOND, dataDir: await makeTempDir("mcp-temporary-idle-crash-") });
+    pools.push(pool);
+    const opts = { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", "crash", true) };
+    jest.useFakeTimers(FAKE);
+    const lease = await pool.acquire("local", server, opts);
+    const timers = jest.getTimerCount();
+    lease.release();
+    expect(jest.getTimerCount()).toBe(timers + 1); // its idle count
+    jest.advanceTimersByTime(30 * SECOND);
+    process.kill(lease.session.pid!, "SIGKILL");
+    // The pool hears of the exit through the child's pipes (setImmediate is not faked).
+    while (pool.live > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(jest.getTimerCount()).toBe(timers);
+    const next = await pool.acquire("local", server, opts);
+    const pid = next.session.pid!;
+    next.release();
+    logger.lines.length = 0;
+    jest.advanceTimersByTime(31 * SECOND); // the crashed child's count would have ended; the new one's has 29 s to go
+    expect(pool.tryAcquire("local", server, opts)?.session.pid).toBe(pid);
+    expect(logger.lines).toEqual([]);
+  });
+});
+
 describe("the temp folder of a temporary thread whose last session closed", () => {
   test("is emptied so the folder goes: links inside are removed, never followed; an ordinary thread's temp files and a workspace file stay", async () => {
     const k = await kit();

@@ -15,6 +15,7 @@ import { WorkspaceScanner } from "./changes";
 import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
+import { withCwdCause } from "./start-failure";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
 import { removeThreadSkeleton, threadFolderRemoval } from "./thread-folders";
@@ -478,8 +479,13 @@ export class SessionPool {
     else this.stdioCount += 1;
   }
 
-  /** Drops `entry` from the pool if the pool still holds that very entry under its key. */
+  /**
+   * Drops `entry` from the pool if the pool still holds that very entry under its key. Its idle timer goes in any case:
+   * one closes only the session the pool holds, and it would keep a child that crashed (and its client) until it fired.
+   */
   private forget(entry: Entry): void {
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
     if (this.entries.get(entry.key) !== entry) return;
     this.entries.delete(entry.key);
     if (entry.closesWhenIdle) this.httpCounts.set(entry.serverName, (this.httpCounts.get(entry.serverName) ?? 1) - 1);
@@ -639,7 +645,8 @@ export class SessionPool {
       // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
       // and for what it started.
       if (child) this.track(exited(child).then(() => this.endLeftovers(entry)));
-      throw err;
+      // Node blames the command for a configured cwd that is missing: the folder is looked at now that the spawn failed.
+      throw stdio ? await withCwdCause(serverName, server.cwd, err) : err;
     } finally {
       clearTimeout(expiry);
     }
@@ -782,7 +789,6 @@ export class SessionPool {
   }
 
   private async closeOnce(entry: Entry, reason: unknown): Promise<void> {
-    clearTimeout(entry.idleTimer);
     this.forget(entry);
     this.draining.delete(entry);
     entry.closing = true;

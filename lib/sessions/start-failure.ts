@@ -1,7 +1,51 @@
+import { stat } from "node:fs/promises";
+
+/** A configured `cwd` that is missing or not a folder is told apart first (`withCwdCause`). */
 const CAUSES: Readonly<Record<string, string>> = {
-  ENOENT: "the command or its working folder does not exist",
+  ENOENT: "the command, or the interpreter its script names, does not exist",
   EACCES: "the command is not executable",
 };
+
+/** What is wrong with a stdio server's configured `cwd` that made its spawn fail. */
+type CwdProblem = "missing" | "not a folder";
+
+const CWD_CAUSES: Readonly<Record<CwdProblem, string>> = {
+  missing: "its configured cwd does not exist",
+  "not a folder": "its configured cwd is not a folder",
+};
+
+/**
+ * A stdio child that could not be spawned because of its server's configured `cwd`. Node blames the command for it
+ * ("spawn node ENOENT"), or names nothing ("spawn ENOTDIR"). The message, for the operator's logs, names the server, the
+ * field and its value, as Node's own names the command; a call shows only `startFailureText`'s line.
+ */
+export class StdioCwdError extends Error {
+  readonly syscall = "spawn";
+
+  constructor(
+    serverName: string,
+    cwd: string,
+    readonly code: string,
+    readonly problem: CwdProblem,
+  ) {
+    super(`could not start the stdio MCP server '${serverName}': ${CWD_CAUSES[problem]}: ${cwd}`);
+    this.name = "StdioCwdError";
+  }
+}
+
+/**
+ * `err` as a `StdioCwdError` when it is a failed spawn of a child with a configured `cwd` that is missing or not a
+ * folder (looked at only now, after the spawn failed), else `err` itself.
+ */
+export async function withCwdCause(serverName: string, cwd: string | undefined, err: unknown): Promise<unknown> {
+  const { syscall, code } = (err ?? {}) as NodeJS.ErrnoException;
+  if (!cwd || typeof syscall !== "string" || !syscall.startsWith("spawn") || (code !== "ENOENT" && code !== "ENOTDIR")) return err;
+  const problem = await stat(cwd).then(
+    (info): CwdProblem | undefined => (info.isDirectory() ? undefined : "not a folder"),
+    (statErr: NodeJS.ErrnoException): CwdProblem | undefined => (statErr.code === "ENOENT" || statErr.code === "ENOTDIR" ? "missing" : undefined),
+  );
+  return problem === undefined ? err : new StdioCwdError(serverName, cwd, code, problem);
+}
 
 /**
  * What a call shows when its stdio child could not be spawned: the server and the error code. Node's own text
@@ -11,6 +55,7 @@ const CAUSES: Readonly<Record<string, string>> = {
 export function startFailureText(serverName: string, err: unknown): string | undefined {
   const { syscall, code } = (err ?? {}) as NodeJS.ErrnoException;
   if (typeof syscall !== "string" || !syscall.startsWith("spawn")) return undefined;
-  const cause = code === undefined ? "" : ` (${code}${CAUSES[code] ? `: ${CAUSES[code]}` : ""})`;
+  const known = err instanceof StdioCwdError ? CWD_CAUSES[err.problem] : code === undefined ? undefined : CAUSES[code];
+  const cause = code === undefined ? "" : ` (${code}${known ? `: ${known}` : ""})`;
   return `could not start the stdio MCP server '${serverName}'${cause}`;
 }
