@@ -18,7 +18,7 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
-import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
+import { expiredStatus, isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { hostArguments, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
@@ -96,10 +96,10 @@ export function callDeadlineLimits(server: McpServerConfig): { timeoutMs: number
   };
 }
 
-function expiredText(record: McpToolRecord): string {
+function expiredText(record: McpToolRecord, status: 400 | 404): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
-    "(HTTP 404: it expired or the server restarted). The call was not sent again; a new session serves the next call."
+    `(HTTP ${status}: it expired or the server restarted). The call was not sent again; a new session serves the next call.`
   );
 }
 
@@ -365,7 +365,7 @@ function sendToServer(
       if (!stdio && isExpiredSession(err, lease.session.client.transport)) {
         // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(expiredText(record)));
+        throw ownText(new McpToolCallError(expiredText(record, expiredStatus(err))));
       }
       if (isConnectionClosed(err)) {
         // Not the toolkit's close (above): the child exited, or the server ended an SSE session's stream. The pool

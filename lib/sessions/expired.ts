@@ -4,16 +4,29 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 /**
- * The server no longer knows the session (HTTP 404 on its session id: it expired it or restarted). Streamable
- * HTTP says so with a `StreamableHTTPError` of code 404, and only a session the server gave an id can have expired
- * (a stateless server's 404 is its own answer, shown as it is); the SSE transport, whose sessions always have an id,
- * says so only in its message.
+ * The JSON-RPC error of a 400 that says the session id is unknown: the official "everything" server and the servers
+ * written after the SDK's examples answer a session they forgot (a restart) with `400 Bad Request: No valid session
+ * ID provided` instead of the MCP spec's 404. Any other 400 is the server's own answer, shown as it is.
+ */
+const UNKNOWN_SESSION_400 = /"message"\s*:\s*"Bad Request: No valid session ID provided"/;
+
+/**
+ * The server no longer knows the session (HTTP 404 on its session id, or the 400 above: it expired it or restarted).
+ * Streamable HTTP says so with a `StreamableHTTPError` of that code, and only a session the server gave an id can have
+ * expired (a stateless server's 404 is its own answer, shown as it is); the SSE transport, whose sessions always have
+ * an id, says so only in its message.
  */
 export function isExpiredSession(err: unknown, transport: Transport | undefined): boolean {
   if (err instanceof StreamableHTTPError) {
-    return err.code === 404 && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
+    const forgotten = err.code === 404 || (err.code === 400 && UNKNOWN_SESSION_400.test(err.message));
+    return forgotten && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
   }
   return err instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(err.message);
+}
+
+/** The HTTP status an expired session was reported with (see `isExpiredSession`). */
+export function expiredStatus(err: unknown): 400 | 404 {
+  return err instanceof StreamableHTTPError && err.code === 400 ? 400 : 404;
 }
 
 /** A request that failed because its session's connection closed (an SSE session is closed when its event stream ends). */
