@@ -654,3 +654,35 @@ describe("a call whose own new session the server forgets between initialize and
     }
   });
 });
+
+describe("a server that answers a session id it forgot with a plain-text 400 (the Python SDK's session manager)", () => {
+  test("the call gets the clear error with its status and is not sent again; the next call works on a new session", async () => {
+    const fixture = await startHttpFixture({ name: "py", toolNames: ["echo"] });
+    const proxy = await startProxy(fixture.url);
+    const configPath = await writeConfig(await makeTempDir("mcp-expiry-400-"), { mcpServers: { py: { type: "http", url: proxy.url("/mcp") } } });
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const ownGraph = toolNodeGraph(await own.getTools());
+      expect((await callThroughGraph(ownGraph, "py_echo", { text: "before" })).content).toBe("before");
+      const forgotten = proxy.requests.find((r) => r.headers["mcp-session-id"] !== undefined)!.headers["mcp-session-id"];
+      proxy.rule = (r) =>
+        r.headers["mcp-session-id"] === forgotten
+          ? { status: 400, body: "Bad Request: No valid session ID provided", contentType: "text/plain; charset=utf-8" }
+          : undefined;
+      const inits = fixture.initializeCount();
+      const failed = await callThroughGraph(ownGraph, "py_echo", { text: "lost" });
+      expect(failed.status).toBe("error");
+      expect(failed.content).toBe(
+        "MCP tool 'echo' on server 'py' failed: the server no longer knows this MCP session (HTTP 400: it expired or the " +
+          "server restarted). The call was not sent again; a new session serves the next call.",
+      );
+      expect((await callThroughGraph(ownGraph, "py_echo", { text: "after" })).content).toBe("after");
+      expect(fixture.initializeCount()).toBe(inits + 1);
+      expect(proxy.requests.filter((r) => r.rpcMethod === "tools/call" && (r.params?.arguments as { text?: string }).text === "lost")).toHaveLength(1);
+    } finally {
+      await own.close();
+      await proxy.close();
+      await fixture.close();
+    }
+  });
+});

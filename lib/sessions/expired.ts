@@ -4,11 +4,12 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 /**
- * The JSON-RPC error of a 400 that says the session id is unknown: the official "everything" server and the servers
- * written after the SDK's examples answer a session they forgot (a restart) with `400 Bad Request: No valid session
- * ID provided` instead of the MCP spec's 404. Any other 400 is the server's own answer, shown as it is.
+ * A 400 that says the session id is unknown: the official "everything" server and the servers written after the SDK's
+ * examples (a JSON-RPC error), and the Python SDK's session manager before it adopted the 404 (a plain-text body),
+ * answer a session they forgot (a restart) with `400 Bad Request: No valid session ID provided` instead of the MCP
+ * spec's 404. Any other 400 is the server's own answer, shown as it is.
  */
-const UNKNOWN_SESSION_400 = /"message"\s*:\s*"Bad Request: No valid session ID provided"/;
+const UNKNOWN_SESSION_400 = /(?:Error POSTing to endpoint: |"message"\s*:\s*")Bad Request: No valid session ID provided(?:\s*$|")/;
 
 /**
  * The server no longer knows the session (HTTP 404 on its session id, or the 400 above: it expired it or restarted).
