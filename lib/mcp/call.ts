@@ -20,7 +20,7 @@ import type { OutputSchemas } from "./output-schemas";
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
 import { expiredStatus, isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
-import { hostArguments, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
+import { hostArguments, nameRealCwdEchoes, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
 import { mayTranslatePaths, pathReferences, translateResultPaths, userDataRoot, virtualWorkspaceChanges, type PathContext } from "../sessions/paths";
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
@@ -326,10 +326,15 @@ function sendToServer(
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
       if (scanner && workspace.before === undefined) workspace.before = await listableSnapshot(scanner, deadline, workspace);
+      if (paths) {
+        const cwd = server.cwd || paths.workspace;
+        hosted = hostArguments(request.args, paths.userData, cwd);
+        // The child resolves a URL it takes for a relative path against the real path of its cwd.
+        if (hosted) await nameRealCwdEchoes(hosted, cwd, paths.userData);
+      }
       // The walk off the event loop may outlast the child: the call fails as the ones it had already been sent do.
       if (!lease.session.client.transport) throw new McpError(ErrorCode.ConnectionClosed, "Connection closed");
       const before = workspace.before ?? null;
-      hosted = paths ? hostArguments(request.args, paths.userData, server.cwd || paths.workspace) : undefined;
       const answer = await callWithDeadline(lease.session, request, headers, stdio, record, runtime, secrets, deadline, hosted);
       const broken = outputs?.violation(request.toolName, answer);
       if (broken !== undefined) throw ownText(new McpToolCallError(violationText(record, broken, secrets.redactor())));

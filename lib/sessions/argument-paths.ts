@@ -1,8 +1,9 @@
+import { realpath } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { isPlainObject } from "../shared/plain-object";
-import { mapContentStrings, mapStrings, protocolMetaKeys } from "./paths";
+import { mapContentStrings, mapStrings, protocolMetaKeys, userDataRoot } from "./paths";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** A stdio call's arguments as its server is sent them. */
@@ -13,6 +14,8 @@ export interface HostArguments {
    * form the model wrote: the server's echo of it (`cannot open <path>`) is shown to the model as it wrote it, file or not.
    */
   readonly named: ReadonlyMap<string, string>;
+  /** Each `file://` URL put into the arguments, with the one the model wrote (see `nameCwdEchoes`). */
+  readonly urls: readonly (readonly [host: string, written: string])[];
 }
 
 /** Arguments are read this deep; what nests deeper is sent as it is. */
@@ -30,14 +33,42 @@ const FILE_SCHEME = "file://";
  */
 export function hostArguments(args: Record<string, unknown>, userData: string, cwd?: string): HostArguments | undefined {
   const named = new Map<string, string>();
+  const urls: [string, string][] = [];
   // Only a string that starts with the path (or a file:// URL of it) is one: no scan of a long text (a file's content).
   const host = (text: string): string =>
-    text.startsWith(VIRTUAL_USER_DATA) || text.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length) ? hostText(text, userData, named, cwd) : text;
+    text.startsWith(VIRTUAL_USER_DATA) || text.startsWith(VIRTUAL_USER_DATA, FILE_SCHEME.length) ? hostText(text, userData, named, urls) : text;
   const out = mapStrings(args, host, [], MAX_DEPTH);
-  return out === args ? undefined : { args: out as Record<string, unknown>, named };
+  if (out === args) return undefined;
+  const hosted = { args: out as Record<string, unknown>, named, urls };
+  if (cwd !== undefined) nameCwdEchoes(hosted, cwd, userData);
+  return hosted;
 }
 
-function hostText(text: string, userData: string, named: Map<string, string>, cwd: string | undefined): string {
+/**
+ * Names in `hosted` the echo of each of its `file://` URLs by a server that takes no URLs and so resolved it as a
+ * relative path against its cwd (`cannot open <cwd>/file:/…/a.txt`): shown as the model would have it resolved against
+ * the folder it knows the cwd as. `cwd` and `userData` are one form of them: the child resolves against the real path
+ * of its cwd (its `process.cwd()`), which differs when the data dir is behind a symbolic link.
+ */
+export function nameCwdEchoes(hosted: HostArguments, cwd: string, userData: string): void {
+  const named = hosted.named as Map<string, string>;
+  for (const [host, written] of hosted.urls) named.set(nodePath.resolve(cwd, host), nodePath.resolve(virtualFolder(cwd, userData), written));
+}
+
+/**
+ * `nameCwdEchoes` for the real paths of `cwd` and `userData` when they differ from them (a data dir, or an operator's
+ * cwd, behind a symbolic link); none for the thread's folder when it is not its own any more (see `userDataRoot`).
+ */
+export async function nameRealCwdEchoes(hosted: HostArguments, cwd: string, userData: string): Promise<void> {
+  if (hosted.urls.length === 0) return;
+  const [realCwd, realUserData] = await Promise.all([realpath(cwd).catch(() => null), userDataRoot(userData)]);
+  if (realCwd === null || (realCwd === cwd && realUserData === userData)) return;
+  // Inside a thread folder that is a link now, the real cwd is another folder: not shown as this thread's.
+  if (realUserData === null && nodePath.resolve(cwd).startsWith(`${userData}/`)) return;
+  nameCwdEchoes(hosted, realCwd, realUserData ?? userData);
+}
+
+function hostText(text: string, userData: string, named: Map<string, string>, urls: [string, string][]): string {
   const url = text.slice(0, FILE_SCHEME.length).toLowerCase() === FILE_SCHEME;
   const at = url ? FILE_SCHEME.length : 0;
   if (!text.startsWith(VIRTUAL_USER_DATA, at)) return text;
@@ -62,9 +93,8 @@ function hostText(text: string, userData: string, named: Map<string, string>, cw
   // Or with the URL as its parser gives it back (`new URL(…).href`), dot segments resolved: a data dir with a character
   // a URL escapes (a space) matches none of the above there.
   if (resolved !== decoded) addParsedUrl(host, text, named);
-  // Or, taking no URLs, as a relative path it resolved against its cwd (`cannot open <cwd>/file:/…/a.txt`): shown as
-  // the model would have it resolved against the folder it knows the cwd as.
-  if (cwd !== undefined) named.set(nodePath.resolve(cwd, host), nodePath.resolve(virtualFolder(cwd, userData), text));
+  // Or, taking no URLs, as a relative path it resolved against its cwd: `nameCwdEchoes`.
+  urls.push([host, text]);
   return host;
 }
 
