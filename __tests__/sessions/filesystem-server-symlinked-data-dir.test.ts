@@ -67,3 +67,16 @@ test("an operator's cwd behind a symbolic link (outside user-data): the echo sho
     await own.close();
   }
 });
+
+test("the server, which allows only its real cwd, accepts the /mnt/user-data paths the model hands it: the harness works on the data dir's real path", async () => {
+  const scope = { context: { user_id: "u", thread_id: "t3" } };
+  const wrote = await callThroughGraph(graph, "fs_write_file", { path: `${W}/notes.txt`, content: "hello" }, scope);
+  expect(wrote.status).not.toBe("error");
+  expect(seen(wrote)).not.toContain(realDir);
+  expect(seen(wrote)).not.toContain(linkedDir);
+  expect(wrote.artifact).toMatchObject({ workspace_changes: [`${W}/notes.txt`] });
+  const read = await callThroughGraph(graph, "fs_read_text_file", { path: `${W}/notes.txt` }, scope);
+  expect(read.content).toBe("hello");
+  const listed = await callThroughGraph(graph, "fs_search_files", { path: W, pattern: "*.txt" }, scope);
+  expect(listed.content).toBe(`${W}/notes.txt`);
+});
