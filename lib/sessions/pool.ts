@@ -334,13 +334,13 @@ export class SessionPool {
     let released = false;
     // Until the call is over, a session of its workspace that leaves keeps its secrets there (see WorkspaceSecrets).
     const workspace = entry.workspace;
-    workspace?.hold();
+    const epoch = workspace?.hold();
     return {
       session,
       release: () => {
         if (released) return;
         released = true;
-        workspace?.letGo();
+        if (epoch !== undefined) workspace?.letGo(epoch);
         this.release(entry);
       },
     };

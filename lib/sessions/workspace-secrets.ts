@@ -7,9 +7,10 @@ import * as nodePath from "node:path";
  * all of them.
  *
  * Held as the union of its sessions' own memories (each bounded by `SESSION_SECRETS_LIMIT`), so it is bounded as
- * they are. A session that leaves (its child and what it started gone) takes its secrets out only once no call on
- * the workspace runs: one that ran meanwhile may still list a file it wrote. Dropped when no session uses the
- * folder and no call runs there. Process-wide, so the sessions of a pool retired by a reload and of its successor
+ * they are. A session that leaves (its child and what it started gone) takes its secrets out once the calls that ran
+ * on the workspace as it left are over: one of them may still list a file it wrote. Not once no call at all runs: on a
+ * thread many users share, calls may overlap for weeks, and every user's secrets would pile up. Dropped when no
+ * session uses the folder and no call runs there. Process-wide, so the sessions of a pool retired by a reload and of its successor
  * share it too. For the same reasons it also keeps what the removal of a temporary thread's temp files asks of the
  * thread's sessions as a whole (`keptThreadRun`, `since`, `calls`).
  */
@@ -32,13 +33,17 @@ export class WorkspaceSecrets {
   readonly since = Date.now();
   /** Calls running on member sessions (leases held). */
   private busy = 0;
+  /** Counts the members that left while calls ran: a call started in epoch `e` ran as those of epochs before `e` left. */
+  private epoch = 0;
+  /** Running calls by the epoch they started in; insertion order is epoch order, so the first key is the oldest. */
+  private readonly running = new Map<number, number>();
 
   /** Calls running on member sessions now. */
   get calls(): number {
     return this.busy;
   }
-  /** What members that left while calls ran were sent, taken out once none runs. */
-  private departed: (readonly string[])[] = [];
+  /** What members that left while calls ran were sent, in epoch order; taken out once no call of that epoch or older runs. */
+  private departed: { readonly epoch: number; readonly values: readonly string[] }[] = [];
 
   private constructor(private readonly folder: string) {}
 
@@ -66,24 +71,34 @@ export class WorkspaceSecrets {
     return (this.list ??= [...this.holders.keys()]);
   }
 
-  /** A call starts on a member session. */
-  hold(): void {
+  /** A call starts on a member session; hand what it returns to `letGo` when the call is over. */
+  hold(): number {
     this.busy += 1;
+    const epoch = this.epoch;
+    this.running.set(epoch, (this.running.get(epoch) ?? 0) + 1);
+    return epoch;
   }
 
-  /** A call on a member session is over. */
-  letGo(): void {
+  /** A call on a member session is over; `epoch` is what its `hold()` returned. */
+  letGo(epoch: number): void {
     this.busy -= 1;
-    if (this.busy > 0) return;
-    for (const values of this.departed.splice(0)) this.takeOut(values);
+    const left = (this.running.get(epoch) ?? 1) - 1;
+    if (left > 0) this.running.set(epoch, left);
+    else this.running.delete(epoch);
+    const oldest = this.running.keys().next().value;
+    let done = 0;
+    while (done < this.departed.length && (oldest === undefined || this.departed[done].epoch < oldest)) done += 1;
+    for (const { values } of this.departed.splice(0, done)) this.takeOut(values);
     this.dropIfUnused();
   }
 
   /** A member session is gone (its child and what it started ended), with what it was sent. */
   leave(values: Iterable<string>): void {
     this.members -= 1;
-    if (this.busy > 0) this.departed.push([...values]);
-    else this.takeOut(values);
+    if (this.busy > 0) {
+      this.departed.push({ epoch: this.epoch, values: [...values] });
+      this.epoch += 1;
+    } else this.takeOut(values);
     this.dropIfUnused();
   }
 
