@@ -1,3 +1,5 @@
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
 /**
  * A tool failure the model is shown as a clean line. Named "ToolException" like LangChain's, so tool error
  * handlers treat it the same way. Its text is scrubbed of the call's secrets like any other, unless this
@@ -33,11 +35,21 @@ export function isOwnText(err: unknown): boolean {
  * client prefixes it again ("MCP error -32042: MCP error -32042: …").
  */
 export function messageWithCause(err: unknown): string {
-  const message = ((err as Error)?.message ?? String(err)).replace(/^(MCP error -?\d+: )\1+/, "$1");
+  const message = withHttpStatus(err, ((err as Error)?.message ?? String(err)).replace(/^(MCP error -?\d+: )\1+/, "$1"));
   const cause = (err as { cause?: unknown })?.cause;
   // Duck-typed: errors of another realm (undici's, seen from a VM context) fail `instanceof Error`.
   const causeMessage = typeof (cause as { message?: unknown })?.message === "string" ? (cause as { message: string }).message : undefined;
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
+}
+
+/**
+ * The SDK's Streamable HTTP error quotes the response body and keeps the status apart: a refusal with no body (fastmcp's
+ * documented `authenticate` refusal, `new Response(null, { status: 401 })`) would read "Error POSTing to endpoint: ",
+ * saying nothing. Such a message is given its status.
+ */
+function withHttpStatus(err: unknown, message: string): string {
+  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100 || !/:\s*$/.test(message)) return message;
+  return `${message.trimEnd()} HTTP ${err.code} with an empty body`;
 }
 
 /**
