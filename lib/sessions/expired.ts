@@ -9,7 +9,21 @@ import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
  * answer a session they forgot (a restart) with `400 Bad Request: No valid session ID provided` instead of the MCP
  * spec's 404. Any other 400 is the server's own answer, shown as it is.
  */
-const UNKNOWN_SESSION_400 = /(?:Error POSTing to endpoint: |"message"\s*:\s*")Bad Request: No valid session ID provided(?:\s*$|")/;
+const UNKNOWN_SESSION_400 = "Bad Request: No valid session ID provided";
+const POST_REFUSAL = "Streamable HTTP error: Error POSTing to endpoint: ";
+
+/** The body of a refused POST is that answer, as plain text or as the JSON-RPC error's own message. */
+function saysUnknownSession(message: string): boolean {
+  if (!message.startsWith(POST_REFUSAL)) return false;
+  const body = message.slice(POST_REFUSAL.length).trim();
+  if (body === UNKNOWN_SESSION_400) return true;
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } } | null;
+    return parsed?.error?.message === UNKNOWN_SESSION_400;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The server no longer knows the session (HTTP 404 on its session id, or the 400 above: it expired it or restarted).
@@ -19,7 +33,7 @@ const UNKNOWN_SESSION_400 = /(?:Error POSTing to endpoint: |"message"\s*:\s*")Ba
  */
 export function isExpiredSession(err: unknown, transport: Transport | undefined): boolean {
   if (err instanceof StreamableHTTPError) {
-    const forgotten = err.code === 404 || (err.code === 400 && UNKNOWN_SESSION_400.test(err.message));
+    const forgotten = err.code === 404 || (err.code === 400 && saysUnknownSession(err.message));
     return forgotten && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
   }
   return err instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(err.message);

@@ -42,13 +42,16 @@ export function messageWithCause(err: unknown): string {
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
+/** The SDK's own words and nothing after them: a body that merely ends in ':' ("Missing field:") is not empty. */
+const SDK_WORDS_ONLY = /^Streamable HTTP error: [^:]*:\s*$/;
+
 /**
  * The SDK's Streamable HTTP error quotes the response body and keeps the status apart: a refusal with no body (fastmcp's
  * documented `authenticate` refusal, `new Response(null, { status: 401 })`) would read "Error POSTing to endpoint: ",
  * saying nothing. Such a message is given its status.
  */
 function withHttpStatus(err: unknown, message: string): string {
-  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100 || !/:\s*$/.test(message)) return message;
+  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100 || !SDK_WORDS_ONLY.test(message)) return message;
   return `${message.trimEnd()} HTTP ${err.code} with an empty body`;
 }
 
