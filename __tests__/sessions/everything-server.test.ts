@@ -20,45 +20,13 @@ import { isExpiredSession, SessionPool } from "../../lib/sessions";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, runningCall, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, runningCall, toolMessagesOf, toolNodeGraph, type ToolNodeGraph, seenByModel, cleanErrorLine, streamedCall } from "../fixtures/graph";
 import { freePort } from "../fixtures/ports";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 const SERVER = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
 
-/** Everything of a ToolMessage the model (or a UI showing the run) is given. */
-const seen = (message: ToolMessage): string => JSON.stringify({ content: message.content, artifact: message.artifact ?? null });
 const scope = (user: string, thread: string) => ({ context: { user_id: user, thread_id: thread } });
-
-function expectCleanError(message: ToolMessage): string {
-  expect(message.status).toBe("error");
-  const text = String(message.content);
-  expect(text).not.toMatch(/[\r\n]/);
-  expect(text).not.toMatch(/\bat .+:\d+:\d+/);
-  return text;
-}
-
-interface McpProgressEvent {
-  type: "mcp_progress";
-  toolCallId: string;
-  server: string;
-  tool: string;
-  progress: number;
-  total?: number;
-}
-
-/** Runs one call with the custom stream on; returns its ToolMessage and the mcp_progress events the run streamed. */
-async function streamedCall(graph: ToolNodeGraph, name: string, args: Record<string, unknown>, options: Record<string, unknown>) {
-  const call = toolCalls([{ name, args, id: `stream-${name}` }]);
-  const stream = await graph.stream({ messages: [call] }, { ...options, streamMode: ["custom", "values"] });
-  const events: McpProgressEvent[] = [];
-  let last: ToolMessage | undefined;
-  for await (const [mode, chunk] of stream) {
-    if (mode === "custom") events.push(chunk as McpProgressEvent);
-    else last = toolMessagesOf((chunk as { messages: BaseMessage[] }).messages).at(-1) ?? last;
-  }
-  return { message: last!, events };
-}
 
 describe("over stdio", () => {
   /** A unique argument on the child's command line, so the test counts the server's real processes. */
@@ -164,7 +132,7 @@ describe("over stdio", () => {
     expect(Object.keys(env)).toEqual(expect.arrayContaining(["EVERYTHING_API_TOKEN", "SERVICE_API_KEY", "TMPDIR"]));
     expect(Object.values(env)).not.toContain(USER_SECRET);
     for (const secret of [SECRET, JSON.stringify(SECRET).slice(1, -1), encodeURIComponent(SECRET), LITERAL, USER_SECRET]) {
-      expect(seen(message)).not.toContain(secret);
+      expect(seenByModel(message)).not.toContain(secret);
       expect(logger.messages().join("\n")).not.toContain(secret);
       const tuples: string[] = [];
       for await (const tuple of checkpointer.list({ configurable: { thread_id: "alice-env" } })) tuples.push(JSON.stringify(tuple));
@@ -212,7 +180,7 @@ describe("over stdio", () => {
     const [pid] = childrenWithTmp(tmp);
     expect(pid).toBeDefined();
     const message = await call("trigger-long-running-operation", { duration: 3, steps: 1 }, "alice", "t2");
-    expect(expectCleanError(message)).toContain("tool_call_timeout");
+    expect(cleanErrorLine(message)).toContain("tool_call_timeout");
     expect((await call("echo", { message: "y" }, "alice", "t2")).content).toBe("Echo: y");
     expect(childrenWithTmp(tmp)).toEqual([pid]);
     expect(alive(pid)).toBe(true);
@@ -283,8 +251,8 @@ describe("over stdio", () => {
 
     test("nothing the model was shown holds the host data dir or a credential", () => {
       for (const message of messages) {
-        expect(seen(message)).not.toContain(dataDir);
-        expect(seen(message)).not.toContain(SECRET);
+        expect(seenByModel(message)).not.toContain(dataDir);
+        expect(seenByModel(message)).not.toContain(SECRET);
       }
     });
   });
@@ -364,7 +332,7 @@ describe("over streamable HTTP", () => {
 
   test("a user without the secret the headers need is refused before anything is sent, naming the key", async () => {
     const message = await callThroughGraph(graph, "ev_echo", { message: "x" }, { context: { user_id: "carol", thread_id: "http" } });
-    expect(expectCleanError(message)).toContain("api_key");
+    expect(cleanErrorLine(message)).toContain("api_key");
   });
 
   test("progress over HTTP reaches the run's custom stream", async () => {
@@ -387,7 +355,7 @@ describe("over streamable HTTP", () => {
     await stopServer();
     child = await startServer();
     const first = await call("echo", { message: "after-restart" }, "alice");
-    expect(expectCleanError(first)).toBe(EXPIRED);
+    expect(cleanErrorLine(first)).toBe(EXPIRED);
     const second = await call("echo", { message: "again" }, "alice");
     expect(second.content).toBe("Echo: again");
     expect(await sessionOf("alice")).not.toBe(before);
@@ -399,7 +367,7 @@ describe("over streamable HTTP", () => {
     await stopServer();
     child = await startServer();
     const message = await running.done;
-    expect(expectCleanError(message)).toMatch(/^MCP tool 'trigger-long-running-operation' on server 'ev' failed: .*not sent again/);
+    expect(cleanErrorLine(message)).toMatch(/^MCP tool 'trigger-long-running-operation' on server 'ev' failed: .*not sent again/);
     expect((await call("echo", { message: "back" }, "dave")).content).toBe("Echo: back");
     expect(await sessionOf("dave")).not.toBe(before);
   });

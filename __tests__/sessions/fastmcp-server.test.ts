@@ -19,46 +19,13 @@ import { discoverServer } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions";
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, runningCall, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, runningCall, toolMessagesOf, toolNodeGraph, type ToolNodeGraph, seenByModel, cleanErrorLine, streamedCall } from "../fixtures/graph";
 import { freePort } from "../fixtures/ports";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 const SERVER = path.join(__dirname, "..", "fixtures", "fastmcp-server.mjs");
 
-/** Everything of a ToolMessage the model (or a UI showing the run) is given. */
-const seen = (message: ToolMessage): string => JSON.stringify({ content: message.content, artifact: message.artifact ?? null });
 const tagOf = (value: string): string => createHash("sha256").update(value).digest("hex").slice(0, 16);
-
-function expectCleanError(message: ToolMessage): string {
-  expect(message.status).toBe("error");
-  const text = String(message.content);
-  expect(text).not.toMatch(/[\r\n]/);
-  expect(text).not.toMatch(/\bat .+:\d+:\d+/);
-  return text;
-}
-
-interface McpProgressEvent {
-  type: "mcp_progress";
-  toolCallId: string;
-  server: string;
-  tool: string;
-  progress: number;
-  total?: number;
-  message?: string;
-}
-
-/** Runs one call with the custom stream on; returns its ToolMessage and the events the run streamed. */
-async function streamedCall(graph: ToolNodeGraph, name: string, args: Record<string, unknown>, options: Record<string, unknown>) {
-  const call = toolCalls([{ name, args, id: `stream-${name}` }]);
-  const stream = await graph.stream({ messages: [call] }, { ...options, streamMode: ["custom", "values"] });
-  const events: McpProgressEvent[] = [];
-  let last: ToolMessage | undefined;
-  for await (const [mode, chunk] of stream) {
-    if (mode === "custom") events.push(chunk as McpProgressEvent);
-    else last = toolMessagesOf((chunk as { messages: BaseMessage[] }).messages).at(-1) ?? last;
-  }
-  return { message: last!, events };
-}
 
 /** The tool calls the server processes started, in order (`<pid> <tool>`), from the fixture's call log. */
 const callsIn = (log: string): string[] => readFileSync(log, "utf8").split("\n").filter((line) => line.length > 0);
@@ -196,7 +163,7 @@ describe("fastmcp over streamable HTTP", () => {
     const message = await call("echo-key", {}, "alice");
     expect(message.status).toBe("success");
     for (const form of [KEY, JSON.stringify(KEY).slice(1, -1), encodeURIComponent(KEY), Buffer.from(KEY).toString("base64")]) {
-      expect(seen(message)).not.toContain(form);
+      expect(seenByModel(message)).not.toContain(form);
       expect(logger.messages().join("\n")).not.toContain(form);
     }
     expect(String(message.content)).toMatch(/^raw=\S+ json=/);
@@ -205,7 +172,7 @@ describe("fastmcp over streamable HTTP", () => {
   test("a user without the secret the headers need is refused before anything is sent, naming the key", async () => {
     const before = callsIn(callLog).length;
     const message = await callThroughGraph(graph, "fm_echo", { message: "x" }, { context: { user_id: "carol", thread_id: "http", secrets: { api_key: "k" } } });
-    expect(expectCleanError(message)).toContain("user_token");
+    expect(cleanErrorLine(message)).toContain("user_token");
     expect(callsIn(callLog)).toHaveLength(before);
   });
 
@@ -226,7 +193,7 @@ describe("fastmcp over streamable HTTP", () => {
 
   test("without progress, tool_call_timeout ends the call with one clean line, and the session is kept", async () => {
     const before = whoami(await call("whoami", {}, "bob"));
-    expect(expectCleanError(await call("sleep", { ms: 2500 }, "bob"))).toContain("tool_call_timeout");
+    expect(cleanErrorLine(await call("sleep", { ms: 2500 }, "bob"))).toContain("tool_call_timeout");
     expect(whoami(await call("whoami", {}, "bob"))).toEqual(before);
   });
 
@@ -237,12 +204,12 @@ describe("fastmcp over streamable HTTP", () => {
   });
 
   test("a UserError reaches the model as its one line; a plain Error as fastmcp's one line", async () => {
-    expect(expectCleanError(await call("fail", { reason: "quota" }, "alice"))).toBe("Refused: quota");
-    expect(expectCleanError(await call("crash", {}, "alice"))).toBe("Tool 'crash' execution failed: kaboom");
+    expect(cleanErrorLine(await call("fail", { reason: "quota" }, "alice"))).toBe("Refused: quota");
+    expect(cleanErrorLine(await call("crash", {}, "alice"))).toBe("Tool 'crash' execution failed: kaboom");
   });
 
   test("a UserError that names the API key reaches the model without it", async () => {
-    const text = expectCleanError(await call("fail", { reason: "quota", withKey: true }, "alice"));
+    const text = cleanErrorLine(await call("fail", { reason: "quota", withKey: true }, "alice"));
     expect(text).toMatch(/^Refused: quota for key \S+$/);
     expect(text).not.toContain(KEY);
   });
@@ -251,10 +218,10 @@ describe("fastmcp over streamable HTTP", () => {
     const mallory = { context: { user_id: "mallory", thread_id: "http", secrets: { user_token: "tok-m", api_key: "revoked-k3y-99" } } };
     const message = await callThroughGraph(graph, "fm_echo", { message: "x" }, mallory);
     // fastmcp refuses with an empty body: without its status the line said nothing ("Error POSTing to endpoint: ").
-    expect(expectCleanError(message)).toBe(
+    expect(cleanErrorLine(message)).toBe(
       "MCP tool 'echo' on server 'fm' failed: Streamable HTTP error: Error POSTing to endpoint: HTTP 401 with an empty body",
     );
-    expect(seen(message)).not.toContain("revoked-k3y-99");
+    expect(seenByModel(message)).not.toContain("revoked-k3y-99");
     expect(logger.messages().join("\n")).not.toContain("revoked-k3y-99");
     expect((await call("echo", { message: "still" }, "alice")).content).toBe("Echo: still");
   });
@@ -288,7 +255,7 @@ describe("fastmcp over streamable HTTP", () => {
       expect(listed.map((t) => t.definition.name)).toContain("whoami");
       await restartServer();
       const first = await call("echo", { message: "after-restart" }, "alice");
-      expect(expectCleanError(first)).toBe(EXPIRED);
+      expect(cleanErrorLine(first)).toBe(EXPIRED);
       expect(callsIn(callLog).filter((line) => line.startsWith(`${child.pid} `))).toEqual([]);
       const [again, relisted] = await Promise.all([call("echo", { message: "again" }, "alice"), discoverServer(target, pool)]);
       expect(again.content).toBe("Echo: again");
@@ -311,7 +278,7 @@ describe("fastmcp over streamable HTTP", () => {
     const killed = child.pid;
     await restartServer();
     const message = await running.done;
-    expect(expectCleanError(message)).toMatch(/^MCP tool 'progress' on server 'fmlong' failed: .*not sent again/);
+    expect(cleanErrorLine(message)).toMatch(/^MCP tool 'progress' on server 'fmlong' failed: .*not sent again/);
     expect((await callThroughGraph(graph, "fmlong_echo", { message: "back" }, as("dave"))).content).toBe("Echo: back");
     expect(whoami(await callThroughGraph(graph, "fmlong_whoami", {}, as("dave"))).sessionId).not.toBe(before.sessionId);
     const progressCalls = callsIn(callLog).filter((line) => line.endsWith(" progress"));
@@ -378,7 +345,7 @@ describe("fastmcp over stdio", () => {
       [1, 2],
       [2, 2],
     ]);
-    expect(expectCleanError(await call("fail", { reason: "nope" }, "alice", "t1"))).toBe("Refused: nope");
+    expect(cleanErrorLine(await call("fail", { reason: "nope" }, "alice", "t1"))).toBe("Refused: nope");
     expect(await pidOf("alice", "t1")).toBe(pid);
   });
 
@@ -386,7 +353,7 @@ describe("fastmcp over stdio", () => {
     const pid = await pidOf("bob", "t1");
     const running = await runningCall(graph, "fm_progress", { steps: 400, delayMs: 20 }, scope("bob", "t1"));
     await kill(pid);
-    expectCleanError(await running.done);
+    cleanErrorLine(await running.done);
     const next = await pidOf("bob", "t1");
     expect(next).not.toBe(pid);
     expect(callsIn(callLog).filter((line) => line === `${next} progress`)).toEqual([]);
@@ -404,6 +371,6 @@ describe("fastmcp over stdio", () => {
     const messages = toolMessagesOf(result.messages as BaseMessage[]);
     expect(whoami(messages.find((m) => m.tool_call_id === "who")!).pid).toBe(pid);
     expect(messages.find((m) => m.tool_call_id === "echo")!.content).toBe("Echo: agent");
-    for (const m of messages) expect(seen(m)).not.toContain(dataDir);
+    for (const m of messages) expect(seenByModel(m)).not.toContain(dataDir);
   });
 });

@@ -6,11 +6,10 @@
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { mkdir, realpath, symlink } from "node:fs/promises";
 import * as path from "node:path";
-import type { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph, seenByModel } from "../fixtures/graph";
 
 const SERVER = require.resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
 const W = "/mnt/user-data/workspace";
@@ -37,13 +36,11 @@ afterAll(async () => {
   await toolkit.close();
 });
 
-const seen = (message: ToolMessage): string => JSON.stringify({ content: message.content, artifact: message.artifact ?? null });
-
 test("a file:// URL of /mnt/user-data the server reads as relative to its (real) cwd: its echo shows neither host path", async () => {
   const message = await callThroughGraph(graph, "fs_read_text_file", { path: `file://${W}/missing.txt` }, { context: { user_id: "u", thread_id: "t1" } });
   expect(message.status).toBe("error");
-  expect(seen(message)).not.toContain(realDir);
-  expect(seen(message)).not.toContain(linkedDir);
+  expect(seenByModel(message)).not.toContain(realDir);
+  expect(seenByModel(message)).not.toContain(linkedDir);
   expect(message.content).toBe(`ENOENT: no such file or directory, open '${W}/file:${W}/missing.txt'`);
 });
 
@@ -61,7 +58,7 @@ test("an operator's cwd behind a symbolic link (outside user-data): the echo sho
     const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "fs_read_text_file", { path: `file://${W}/missing.txt` }, {
       context: { user_id: "u", thread_id: "t2" },
     });
-    expect(seen(message)).not.toContain(dataDir);
+    expect(seenByModel(message)).not.toContain(dataDir);
     expect(message.content).toBe(`ENOENT: no such file or directory, open '${realCwd}/file:${W}/missing.txt'`);
   } finally {
     await own.close();
@@ -72,8 +69,8 @@ test("the server, which allows only its real cwd, accepts the /mnt/user-data pat
   const scope = { context: { user_id: "u", thread_id: "t3" } };
   const wrote = await callThroughGraph(graph, "fs_write_file", { path: `${W}/notes.txt`, content: "hello" }, scope);
   expect(wrote.status).not.toBe("error");
-  expect(seen(wrote)).not.toContain(realDir);
-  expect(seen(wrote)).not.toContain(linkedDir);
+  expect(seenByModel(wrote)).not.toContain(realDir);
+  expect(seenByModel(wrote)).not.toContain(linkedDir);
   expect(wrote.artifact).toMatchObject({ workspace_changes: [`${W}/notes.txt`] });
   const read = await callThroughGraph(graph, "fs_read_text_file", { path: `${W}/notes.txt` }, scope);
   expect(read.content).toBe("hello");

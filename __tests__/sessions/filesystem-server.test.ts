@@ -14,7 +14,7 @@ import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
+import { callThroughGraph, toolNodeGraph, type ToolNodeGraph, seenByModel, cleanErrorLine } from "../fixtures/graph";
 
 const SERVER = require.resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
 const W = "/mnt/user-data/workspace";
@@ -40,19 +40,8 @@ afterAll(async () => {
 const scope = (user: string, thread: string) => ({ context: { user_id: user, thread_id: thread } });
 const workspaceOf = (thread: string) => path.join(dataDir, "threads", thread, "user-data", "workspace");
 
-/** Everything of a ToolMessage the model (or a UI showing the run) is given. */
-const seen = (message: ToolMessage): string => JSON.stringify({ content: message.content, artifact: message.artifact ?? null });
-
 function call(name: string, args: Record<string, unknown>, user = "alice", thread = "fs-a"): Promise<ToolMessage> {
   return callThroughGraph(graph, `fs_${name}`, args, scope(user, thread));
-}
-
-function expectCleanError(message: ToolMessage): string {
-  expect(message.status).toBe("error");
-  const text = String(message.content);
-  expect(text).not.toMatch(/[\r\n]/);
-  expect(text).not.toMatch(/\bat .+:\d+:\d+/);
-  return text;
 }
 
 describe("the official filesystem server through createAgent, in a thread's workspace", () => {
@@ -106,7 +95,7 @@ describe("the official filesystem server through createAgent, in a thread's work
   });
 
   test("no ToolMessage holds the host data dir, in its content or its artifact", () => {
-    for (const message of messages) expect(seen(message)).not.toContain(dataDir);
+    for (const message of messages) expect(seenByModel(message)).not.toContain(dataDir);
   });
 
   test("workspace_changes lists the files written, edited and moved to, as /mnt/user-data paths; reads list none", () => {
@@ -121,16 +110,16 @@ describe("the official filesystem server through createAgent, in a thread's work
 describe("the official filesystem server's errors reach the model as one line", () => {
   test("a missing file: the server's ENOENT, with the path the model wrote and no host path", async () => {
     const read = await call("read_text_file", { path: `${W}/missing.txt` });
-    expect(expectCleanError(read)).toBe(`ENOENT: no such file or directory, open '${W}/missing.txt'`);
+    expect(cleanErrorLine(read)).toBe(`ENOENT: no such file or directory, open '${W}/missing.txt'`);
     const info = await call("get_file_info", { path: `${W}/missing` });
-    expect(expectCleanError(info)).toBe(`ENOENT: no such file or directory, stat '${W}/missing'`);
-    for (const message of [read, info]) expect(seen(message)).not.toContain(dataDir);
+    expect(cleanErrorLine(info)).toBe(`ENOENT: no such file or directory, stat '${W}/missing'`);
+    for (const message of [read, info]) expect(seenByModel(message)).not.toContain(dataDir);
   });
 
   test("a file:// URL of /mnt/user-data (the server reads it as a relative path): its echo shows no host path", async () => {
     const message = await call("read_text_file", { path: `file://${W}/missing.txt` });
-    expect(expectCleanError(message)).toBe(`ENOENT: no such file or directory, open '${W}/file:${W}/missing.txt'`);
-    expect(seen(message)).not.toContain(dataDir);
+    expect(cleanErrorLine(message)).toBe(`ENOENT: no such file or directory, open '${W}/file:${W}/missing.txt'`);
+    expect(seenByModel(message)).not.toContain(dataDir);
   });
 
   test("a server-side refusal (an edit that matches nothing, a move onto an existing file) is one line the model can act on", async () => {
@@ -139,8 +128,8 @@ describe("the official filesystem server's errors reach the model as one line", 
     expect(edit.status).toBe("error");
     expect(edit.content).toBe("Could not find exact match for edit:\nzzz");
     const move = await call("move_file", { source: `${W}/e.txt`, destination: `${W}/e.txt` });
-    expect(expectCleanError(move)).toBe(`Destination already exists: ${W}/e.txt`);
-    for (const message of [edit, move]) expect(seen(message)).not.toContain(dataDir);
+    expect(cleanErrorLine(move)).toBe(`Destination already exists: ${W}/e.txt`);
+    for (const message of [edit, move]) expect(seenByModel(message)).not.toContain(dataDir);
   });
 
   test.each([
@@ -150,12 +139,12 @@ describe("the official filesystem server's errors reach the model as one line", 
     ["/mnt/user-data/../ climbing out", `${W}/../../../x.txt`, "/x.txt"],
   ])("a path outside the allowed directory (%s): refused, naming the path as the model wrote it", async (_label, target, shown) => {
     const message = await call("read_text_file", { path: target });
-    const text = expectCleanError(message);
+    const text = cleanErrorLine(message);
     expect(text.startsWith(`Access denied - path outside allowed directories: ${shown} not in `)).toBe(true);
     // The server names its allowed directory: the thread's own workspace folder on the host. SPEC §5.1 rewrites only
     // existing files, so this directory is left as it is; nothing else of the data dir is shown.
     expect(text).toBe(`Access denied - path outside allowed directories: ${shown} not in ${workspaceOf("fs-a")}`);
-    expect(seen(message).replaceAll(workspaceOf("fs-a"), "<workspace>")).not.toContain(dataDir);
+    expect(seenByModel(message).replaceAll(workspaceOf("fs-a"), "<workspace>")).not.toContain(dataDir);
   });
 });
 
@@ -167,7 +156,7 @@ describe("threads of the official filesystem server are kept apart", () => {
 
   test("thread B does not see thread A's file at the /mnt/user-data path A's model saw", async () => {
     const message = await call("read_text_file", { path: `${W}/secret.txt` }, "alice", "iso-b");
-    expect(expectCleanError(message)).toBe(`ENOENT: no such file or directory, open '${W}/secret.txt'`);
+    expect(cleanErrorLine(message)).toBe(`ENOENT: no such file or directory, open '${W}/secret.txt'`);
     const listing = await call("list_directory", { path: W }, "alice", "iso-b");
     expect(listing.content).not.toContain("secret.txt");
   });
@@ -180,12 +169,12 @@ describe("threads of the official filesystem server are kept apart", () => {
   ])("thread B cannot read thread A's file through %s", async (_label, target) => {
     const message = await call("read_text_file", { path: target() }, "alice", "iso-b");
     expect(message.status).toBe("error");
-    expect(seen(message)).not.toContain("thread A only");
+    expect(seenByModel(message)).not.toContain("thread A only");
   });
 
   test("thread B cannot write into thread A's workspace through /mnt/user-data/../", async () => {
     const message = await call("write_file", { path: `${W}/../../../iso-a/user-data/workspace/planted.txt`, content: "x" }, "alice", "iso-b");
-    expect(expectCleanError(message)).toMatch(/^Access denied - path outside allowed directories: /);
+    expect(cleanErrorLine(message)).toMatch(/^Access denied - path outside allowed directories: /);
     await expect(readFile(path.join(workspaceOf("iso-a"), "planted.txt"))).rejects.toThrow(/ENOENT/);
   });
 
@@ -195,7 +184,7 @@ describe("threads of the official filesystem server are kept apart", () => {
     await symlink(path.join(workspaceOf("iso-a"), "secret.txt"), path.join(linkDir, "link.txt"));
     const message = await call("read_text_file", { path: `${W}/link.txt` }, "alice", "iso-b");
     expect(message.status).toBe("error");
-    expect(seen(message)).not.toContain("thread A only");
+    expect(seenByModel(message)).not.toContain("thread A only");
   });
 
   test("two users on one thread id share the thread's workspace (SPEC §5.1: the workspace is the thread's; their children are apart, see scopes.test.ts)", async () => {
