@@ -18,7 +18,7 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
-import { expiredStatus, isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "../sessions/expired";
+import { expiredStatus, isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed } from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { hostArguments, nameRealCwdEchoes, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
@@ -382,6 +382,12 @@ function sendToServer(
         // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(lostText(record)));
+      }
+      if (!stdio && isGatewayProcessFailed(err, lease.session.client.transport)) {
+        // The gateway's stdio process died and the gateway dropped the session with it: the next call starts a new
+        // session rather than meet the 404 first. This one's error is shown as it is.
+        pool.invalidate(lease.session);
+        throw err;
       }
       if (!stdio && isUnauthorized(err)) {
         // Its credentials were refused (a revoked token): no call with them will go through, so the session is ended

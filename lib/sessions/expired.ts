@@ -49,6 +49,17 @@ export function isConnectionClosed(err: unknown): boolean {
   return err instanceof McpError && err.code === ErrorCode.ConnectionClosed;
 }
 
+/**
+ * supergateway's answer, in its stateful streamable HTTP mode, to each call in flight when the stdio process behind
+ * the session fails: it then drops the session, and any later request on its id meets a 404.
+ */
+const GATEWAY_PROCESS_FAILED = "MCP error -32603: MCP server process failed";
+
+/** A call the gateway in front of a stdio server failed because that process ended, taking the session with it. */
+export function isGatewayProcessFailed(err: unknown, transport: Transport | undefined): boolean {
+  return err instanceof McpError && err.message === GATEWAY_PROCESS_FAILED && transport?.sessionId !== undefined;
+}
+
 /** undici's codes for a connection the server closed or reset under a request (a restart, a crash). */
 const DROPPED_CONNECTION_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
 

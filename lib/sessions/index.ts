@@ -27,6 +27,6 @@ export {
 export { changedFiles, EXCLUDED_DIR_NAMES, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, snapshotWorkspace, WorkspaceScanner, type WorkspaceScannerOptions, type WorkspaceSnapshot } from "./changes";
 export { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "./paths";
 export { hostArguments, withNamedPaths, type HostArguments } from "./argument-paths";
-export { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting } from "./expired";
+export { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed } from "./expired";
 export { isLostCall, LOST_CALL_CODE } from "./lost-calls";
 export { SESSION_TAG_ENV } from "./session-processes";
