@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
+import { connect } from "node:net";
 import { readFileSync, readlinkSync, statSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import * as path from "node:path";
@@ -21,7 +22,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { ScriptedChatModel } from "../../lib/agent";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, runningCall, toolMessagesOf, toolNodeGraph, type ToolNodeGraph, seenByModel, cleanErrorLine, streamedCall } from "../fixtures/graph";
-import { freePort } from "../fixtures/ports";
+import { startOnPort } from "../fixtures/gateway-process";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 const SERVER = require.resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -53,7 +54,8 @@ describe("over stdio", () => {
           env: { EVERYTHING_API_TOKEN: "$OPERATOR_TOKEN", SERVICE_API_KEY: LITERAL },
           // Per-user credentials are for HTTP/SSE: on stdio they are ignored with a warning (SPEC §4.3).
           headers_from_context: { headers: { "X-Api-Key": "api_key" } },
-          tool_call_timeout: 1,
+          // Room for a loaded machine (a call and its workspace walks); the tests below scale their durations to it.
+          tool_call_timeout: 3,
         },
       },
     });
@@ -169,17 +171,17 @@ describe("over stdio", () => {
     }
   });
 
-  test("progress restarts tool_call_timeout (1 s): a 2 s operation that reports every 0.2 s succeeds", async () => {
-    const message = await call("trigger-long-running-operation", { duration: 2, steps: 10 }, "alice", "t1");
+  test("progress restarts tool_call_timeout (3 s): a 5 s operation that reports every 0.2 s succeeds", async () => {
+    const message = await call("trigger-long-running-operation", { duration: 5, steps: 25 }, "alice", "t1");
     expect(message.status).toBe("success");
-    expect(message.content).toBe("Long running operation completed. Duration: 2 seconds, Steps: 10.");
+    expect(message.content).toBe("Long running operation completed. Duration: 5 seconds, Steps: 25.");
   });
 
   test("without progress, tool_call_timeout ends the call with one clean line, and the child is kept", async () => {
     const tmp = path.join(workspaceOf("t2"), ".mcp", "tmp");
     const [pid] = childrenWithTmp(tmp);
     expect(pid).toBeDefined();
-    const message = await call("trigger-long-running-operation", { duration: 3, steps: 1 }, "alice", "t2");
+    const message = await call("trigger-long-running-operation", { duration: 8, steps: 1 }, "alice", "t2");
     expect(cleanErrorLine(message)).toContain("tool_call_timeout");
     expect((await call("echo", { message: "y" }, "alice", "t2")).content).toBe("Echo: y");
     expect(childrenWithTmp(tmp)).toEqual([pid]);
@@ -266,17 +268,34 @@ describe("over streamable HTTP", () => {
   let tools: DynamicStructuredTool[];
   let graph: ToolNodeGraph;
 
-  /** Starts the server on `port` and resolves once it listens. */
+  /**
+   * Starts the server on `port` and resolves once it listens. The server prints "listening on port" from express 5's
+   * listen callback, which is called with a failed listen's error too (then "Port <n> is already in use" and exit 1):
+   * a start is taken only once a connection to the port is accepted and that line has not followed.
+   */
   async function startServer(): Promise<ChildProcess> {
     const started = spawn(process.execPath, [SERVER, "streamableHttp"], { env: { ...process.env, PORT: String(port) }, stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    const exited = new Promise<number | null>((resolve) => started.once("exit", (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => {
-      let err = "";
       started.stderr!.on("data", (chunk: Buffer) => {
         err += chunk.toString();
         if (err.includes("listening on port")) resolve();
       });
-      started.once("exit", (code) => reject(new Error(`everything server exited (${code}): ${err}`)));
+      void exited.then((code) => reject(new Error(`everything server exited (${code}): ${err}`)));
     });
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (!accepted || err.includes("already in use") || started.exitCode !== null) {
+      if (started.exitCode === null) started.kill("SIGKILL");
+      await exited;
+      throw new Error(`everything server did not listen (EADDRINUSE): ${err}`);
+    }
     return started;
   }
   async function stopServer(): Promise<void> {
@@ -287,8 +306,11 @@ describe("over streamable HTTP", () => {
   }
 
   beforeAll(async () => {
-    port = await freePort();
-    child = await startServer();
+    // The port may be taken between freePort and the server's listen: a start that met EADDRINUSE is made on another.
+    child = await startOnPort((p) => {
+      port = p;
+      return startServer();
+    });
     const configPath = await writeConfig(await makeTempDir("mcp-everything-http-"), {
       mcpServers: {
         ev: {
@@ -304,8 +326,9 @@ describe("over streamable HTTP", () => {
     graph = toolNodeGraph(tools);
   });
   afterAll(async () => {
-    await toolkit.close();
-    await stopServer();
+    // Also after a failed beforeAll, so that no server outlives the file.
+    await toolkit?.close();
+    if (child) await stopServer();
   });
 
   const as = (user: string) => ({ context: { user_id: user, thread_id: "http", secrets: { api_key: `key-of-${user}` } } });
@@ -353,7 +376,7 @@ describe("over streamable HTTP", () => {
   test("a restart between calls: the next call gets one clean error, not sent again; the one after works on a new session", async () => {
     const before = await sessionOf("alice");
     await stopServer();
-    child = await startServer();
+    child = await startOnPort(startServer, port);
     const first = await call("echo", { message: "after-restart" }, "alice");
     expect(cleanErrorLine(first)).toBe(EXPIRED);
     const second = await call("echo", { message: "again" }, "alice");
@@ -365,7 +388,7 @@ describe("over streamable HTTP", () => {
     const before = await sessionOf("dave");
     const running = await runningCall(graph, "ev_trigger-long-running-operation", { duration: 5, steps: 50 }, as("dave"));
     await stopServer();
-    child = await startServer();
+    child = await startOnPort(startServer, port);
     const message = await running.done;
     expect(cleanErrorLine(message)).toMatch(/^MCP tool 'trigger-long-running-operation' on server 'ev' failed: .*not sent again/);
     expect((await call("echo", { message: "back" }, "dave")).content).toBe("Echo: back");
@@ -379,7 +402,7 @@ describe("over streamable HTTP", () => {
     try {
       expect((await discoverServer(target, pool)).map((t) => t.definition.name)).toContain("get-env");
       await stopServer();
-      child = await startServer();
+      child = await startOnPort(startServer, port);
       expect((await discoverServer(target, pool)).map((t) => t.definition.name)).toContain("get-env");
       expect(pool.size()).toBe(1);
     } finally {

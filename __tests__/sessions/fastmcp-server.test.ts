@@ -87,8 +87,8 @@ describe("fastmcp over streamable HTTP", () => {
     });
     return started;
   }
-  async function stop(server: ChildProcess): Promise<void> {
-    if (server.exitCode !== null || server.signalCode !== null) return;
+  async function stop(server: ChildProcess | undefined): Promise<void> {
+    if (!server || server.exitCode !== null || server.signalCode !== null) return;
     const exited = new Promise((resolve) => server.once("exit", resolve));
     server.kill("SIGKILL");
     await exited;
@@ -111,7 +111,8 @@ describe("fastmcp over streamable HTTP", () => {
           type: "http",
           url: `http://127.0.0.1:${port}/mcp`,
           headers_from_context: { headers: { "X-User": "user_token", "X-Api-Key": "api_key" } },
-          tool_call_timeout: 1,
+          // Room for a loaded machine; the tests below scale their durations to it.
+          tool_call_timeout: 3,
           session_init_timeout: 10,
         },
         // The same server with a timeout that outlasts a restart (the SDK resumes a broken stream after 1 s, then 1.5 s).
@@ -128,9 +129,10 @@ describe("fastmcp over streamable HTTP", () => {
     graph = toolNodeGraph(tools);
   });
   afterAll(async () => {
-    await toolkit.close();
+    // Also after a failed beforeAll, so that no server outlives the file.
+    await toolkit?.close();
     await stopServer();
-    if (standby) await stop(await standby);
+    if (standby) await stop(await standby.catch(() => undefined));
   });
 
   const tokenOf = (user: string) => `tok-${user}-${user.length}`;
@@ -187,13 +189,13 @@ describe("fastmcp over streamable HTTP", () => {
     for (const e of events) expect(e).toMatchObject({ toolCallId: "stream-fm_progress", server: "fm", tool: "progress" });
   });
 
-  test("progress restarts tool_call_timeout (1 s): a 1.5 s call that reports every 0.25 s succeeds", async () => {
-    expect((await call("progress", { steps: 6, delayMs: 250 }, "alice")).content).toBe("done 6 steps");
+  test("progress restarts tool_call_timeout (3 s): a 4 s call that reports every 0.5 s succeeds", async () => {
+    expect((await call("progress", { steps: 8, delayMs: 500 }, "alice")).content).toBe("done 8 steps");
   });
 
   test("without progress, tool_call_timeout ends the call with one clean line, and the session is kept", async () => {
     const before = whoami(await call("whoami", {}, "bob"));
-    expect(cleanErrorLine(await call("sleep", { ms: 2500 }, "bob"))).toContain("tool_call_timeout");
+    expect(cleanErrorLine(await call("sleep", { ms: 8000 }, "bob"))).toContain("tool_call_timeout");
     expect(whoami(await call("whoami", {}, "bob"))).toEqual(before);
   });
 

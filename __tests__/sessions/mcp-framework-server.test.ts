@@ -13,9 +13,8 @@ import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } f
 import { discoverServer } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { startListening, type ListeningProcess } from "../fixtures/gateway-process";
+import { killAllListening, startListening, startOnPort, type ListeningProcess } from "../fixtures/gateway-process";
 import { callThroughGraph, runningCall, toolNodeGraph, type ToolNodeGraph, cleanErrorLine, streamedCall } from "../fixtures/graph";
-import { freePort } from "../fixtures/ports";
 
 const SERVER = path.join(__dirname, "..", "fixtures", "mcp-framework-server", "server.js");
 /** mcp-framework shows what a tool's execute() returned as JSON (MCPTool.useStringify, on by default). */
@@ -33,7 +32,7 @@ const whoami = (message: ToolMessage): WhoAmI => {
 
 interface Running {
   port: number;
-  args: string[];
+  args: (port: number) => string[];
   process: ListeningProcess;
 }
 
@@ -46,13 +45,14 @@ describe("mcp-framework over http-stream and SSE", () => {
   let toolkit: McpToolkit;
   let graph: ToolNodeGraph;
 
-  async function start(port: number, args: string[]): Promise<Running> {
+  /** `args(port)` on `port` (a restart's), else on a free port. */
+  function start(args: (port: number) => string[], port?: number): Promise<Running> {
     const env = { ...process.env, MCPF_CALL_LOG: callLog };
-    return { port, args, process: await startListening([SERVER, ...args], "Server running and ready.", env) };
+    return startOnPort(async (p) => ({ port: p, args, process: await startListening([SERVER, ...args(p)], "Server running and ready.", env) }), port);
   }
   async function restart(server: Running): Promise<Running> {
     await server.process.kill();
-    return start(server.port, server.args);
+    return start(server.args, server.port);
   }
   const callsIn = (): string[] => readFileSync(callLog, "utf8").split("\n").filter((line) => line.length > 0);
 
@@ -60,16 +60,16 @@ describe("mcp-framework over http-stream and SSE", () => {
     const dir = await makeTempDir("mcp-framework-");
     callLog = path.join(dir, "calls.log");
     writeFileSync(callLog, "");
-    const [p1, p2, p3] = [await freePort(), await freePort(), await freePort()];
     [stream, batch, sse] = await Promise.all([
-      start(p1, ["http-stream", String(p1), "stream"]),
-      start(p2, ["http-stream", String(p2), "batch"]),
-      start(p3, ["sse", String(p3)]),
+      start((p) => ["http-stream", String(p), "stream"]),
+      start((p) => ["http-stream", String(p), "batch"]),
+      start((p) => ["sse", String(p)]),
     ]);
+    const [p1, p2, p3] = [stream.port, batch.port, sse.port];
     const perUser = { headers_from_context: { headers: { "X-User": "user_token" } } };
     const configPath = await writeConfig(dir, {
       mcpServers: {
-        mf: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 1, session_init_timeout: 10 },
+        mf: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 3, session_init_timeout: 10 },
         mflong: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 30 },
         mfb: { type: "http", url: `http://127.0.0.1:${p2}/mcp`, ...perUser, tool_call_timeout: 30 },
         mfsse: { type: "sse", url: `http://127.0.0.1:${p3}/sse`, ...perUser, tool_call_timeout: 30 },
@@ -79,8 +79,9 @@ describe("mcp-framework over http-stream and SSE", () => {
     graph = toolNodeGraph(await toolkit.getTools());
   });
   afterAll(async () => {
-    await toolkit.close();
-    await Promise.all([stream, batch, sse].map((s) => s.process.kill("SIGTERM")));
+    // Also after a failed beforeAll: the servers that did start are killed, so none outlives the file.
+    await toolkit?.close();
+    await killAllListening();
   });
 
   const as = (user: string) => ({ context: { user_id: user, thread_id: "t", secrets: { user_token: `tok-${user}` } } });
@@ -124,7 +125,7 @@ describe("mcp-framework over http-stream and SSE", () => {
     // mcp-framework turns what execute() throws into an isError result with the error's message.
     for (const prefix of ["mf", "mfb", "mfsse"]) expect(cleanErrorLine(await call(`${prefix}_fail`, { reason: "quota" }, "bob"))).toBe("Refused: quota");
     expect((await call("mf_echo", { message: 3 }, "bob")).content).toBe("Invalid arguments for tool 'mf_echo'; fix them and call it again:\nmessage: expected string");
-    expect(cleanErrorLine(await call("mf_sleep", { ms: 2500 }, "bob"))).toContain("tool_call_timeout");
+    expect(cleanErrorLine(await call("mf_sleep", { ms: 8000 }, "bob"))).toContain("tool_call_timeout");
     expect(whoami(await call("mf_whoami", {}, "bob")).userTag).toBe(tagOf("tok-bob"));
   });
 

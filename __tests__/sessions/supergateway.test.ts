@@ -17,9 +17,8 @@ import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } f
 import { discoverServer } from "../../lib/mcp/discovery";
 import { isGatewayProcessFailed, SessionPool } from "../../lib/sessions";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { startListening, type ListeningProcess } from "../fixtures/gateway-process";
+import { killAllListening, startListening, startOnPort, type ListeningProcess } from "../fixtures/gateway-process";
 import { callThroughGraph, runningCall, toolNodeGraph, type ToolNodeGraph, cleanErrorLine, streamedCall } from "../fixtures/graph";
-import { freePort } from "../fixtures/ports";
 
 const GATEWAY = require.resolve("supergateway/dist/index.js");
 const SERVER = path.join(__dirname, "..", "fixtures", "plain-stdio-server.mjs");
@@ -52,14 +51,15 @@ describe("supergateway in front of a stdio server", () => {
     String(port),
     ...output,
   ];
-  async function startGateway(port: number, output: string[]): Promise<Gateway> {
+  /** On `port` (a restart's), else on a free port. */
+  function startGateway(output: string[], port?: number): Promise<Gateway> {
     const env = { ...process.env, PLAIN_CALL_LOG: callLog };
-    return { port, process: await startListening(gatewayArgs(port, output), `Listening on port ${port}`, env) };
+    return startOnPort(async (p) => ({ port: p, process: await startListening(gatewayArgs(p, output), `Listening on port ${p}`, env) }), port);
   }
   const STATEFUL = ["--outputTransport", "streamableHttp", "--stateful"];
   async function restart(gateway: Gateway, output: string[]): Promise<Gateway> {
     await gateway.process.kill();
-    return startGateway(gateway.port, output);
+    return startGateway(output, gateway.port);
   }
   /** The tool calls the stdio servers started, in order (`<pid> <tool>`). */
   const callsIn = (): string[] => readFileSync(callLog, "utf8").split("\n").filter((line) => line.length > 0);
@@ -68,16 +68,16 @@ describe("supergateway in front of a stdio server", () => {
     dir = await makeTempDir("mcp-supergateway-");
     callLog = path.join(dir, "calls.log");
     writeFileSync(callLog, "");
-    const [p1, p2, p3] = [await freePort(), await freePort(), await freePort()];
     [stateful, stateless, sse] = await Promise.all([
-      startGateway(p1, STATEFUL),
-      startGateway(p2, ["--outputTransport", "streamableHttp"]),
-      startGateway(p3, ["--outputTransport", "sse"]),
+      startGateway(STATEFUL),
+      startGateway(["--outputTransport", "streamableHttp"]),
+      startGateway(["--outputTransport", "sse"]),
     ]);
+    const [p1, p2, p3] = [stateful.port, stateless.port, sse.port];
     const perUser = { headers_from_context: { headers: { "X-User": "user_token" } } };
     const configPath = await writeConfig(dir, {
       mcpServers: {
-        sg: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 1, session_init_timeout: 10 },
+        sg: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 3, session_init_timeout: 10 },
         sglong: { type: "http", url: `http://127.0.0.1:${p1}/mcp`, ...perUser, tool_call_timeout: 30 },
         sgless: { type: "http", url: `http://127.0.0.1:${p2}/mcp`, ...perUser, tool_call_timeout: 10 },
         sgsse: { type: "sse", url: `http://127.0.0.1:${p3}/sse`, ...perUser, tool_call_timeout: 10 },
@@ -87,8 +87,9 @@ describe("supergateway in front of a stdio server", () => {
     graph = toolNodeGraph(await toolkit.getTools());
   });
   afterAll(async () => {
-    await toolkit.close();
-    await Promise.all([stateful, stateless, sse].map((g) => g.process.kill("SIGTERM")));
+    // Also after a failed beforeAll: the gateways that did start are killed, so none outlives the file.
+    await toolkit?.close();
+    await killAllListening();
   });
 
   const as = (user: string) => ({ context: { user_id: user, thread_id: "t", secrets: { user_token: `tok-${user}` } } });
@@ -129,7 +130,7 @@ describe("supergateway in front of a stdio server", () => {
     const before = pidOf(await call("sg_whoami", {}, "bob"));
     expect(cleanErrorLine(await call("sg_fail", { reason: "quota" }, "bob"))).toBe("Refused: quota");
     expect(cleanErrorLine(await call("sg_crash", {}, "bob"))).toContain("kaboom");
-    expect(cleanErrorLine(await call("sg_sleep", { ms: 2500 }, "bob"))).toContain("tool_call_timeout");
+    expect(cleanErrorLine(await call("sg_sleep", { ms: 8000 }, "bob"))).toContain("tool_call_timeout");
     expect(pidOf(await call("sg_whoami", {}, "bob"))).toBe(before);
   });
 
