@@ -26,10 +26,10 @@ const FILE_SCHEME = "file://";
  * The model only ever sees the thread's files as `/mnt/user-data/…` (results are translated so), and hands such paths
  * back to the tools: a string argument of a stdio call that is one `/mnt/user-data` path (or `file:///mnt/user-data/…`
  * URL), as a whole, becomes the host path of the thread's `user-data` folder, so the server finds what the model saw;
- * `cwd` is the child's working folder, against which a server that takes no URLs resolves a URL as a relative path;
  * unless it leaves the folder once normalized (`/mnt/user-data/../x`). A path inside a longer text is left as it is:
  * the text may be a file's content (a report linking `/mnt/user-data/outputs/chart.png` for a UI that knows that
  * folder) as well as a command line. Object keys are not read. `undefined` when nothing changes, the usual case.
+ * `cwd` is the child's working folder, against which a server that takes no URLs resolves a URL as a relative path.
  */
 export function hostArguments(args: Record<string, unknown>, userData: string, cwd?: string): HostArguments | undefined {
   const named = new Map<string, string>();
