@@ -210,3 +210,31 @@ describe("which failed call means the gateway dropped the session", () => {
     expect(isGatewayProcessFailed(failed, new SSEClientTransport(new URL("http://127.0.0.1:1/sse")))).toBe(false);
   });
 });
+
+describe("a stdio server behind supergateway that dies during a listing", () => {
+  test("discovery drops the session the gateway dropped and lists once more on a new one: the server's tools are there", async () => {
+    const dir = await makeTempDir("mcp-supergateway-list-");
+    const marker = path.join(dir, "listed-once");
+    const env = { ...process.env, PLAIN_EXIT_ON_FIRST_LIST: marker };
+    const gateway = await startOnPort(async (p) => ({
+      port: p,
+      process: await startListening(
+        [GATEWAY, "--stdio", `${JSON.stringify(process.execPath)} ${JSON.stringify(SERVER)}`, "--port", String(p), "--outputTransport", "streamableHttp", "--stateful"],
+        `Listening on port ${p}`,
+        env,
+      ),
+    }));
+    const pool = new SessionPool(new RecordingLogger(), { httpIdleMs: null });
+    try {
+      const server = McpServerSchema.parse({ type: "http", url: `http://127.0.0.1:${gateway.port}/mcp`, session_init_timeout: 10 });
+      const tools = await discoverServer({ serverName: "sg", server, headers: async () => ({}), secrets: [] }, pool);
+      expect(tools.map((t) => t.definition.name)).toContain("whoami");
+      // The first process asked did die during the listing.
+      expect(readFileSync(marker, "utf8")).toMatch(/^\d+$/);
+      expect(pool.live).toBe(1);
+    } finally {
+      await pool.close();
+      await gateway.process.kill();
+    }
+  });
+});

@@ -12,7 +12,7 @@ import { withCallSignal } from "../shared/abort";
 import { DeadlineExceededError, secondsText, withDeadline } from "../shared/deadline";
 import { messageWithCause } from "../shared/errors";
 import { MAX_TIMER_MS } from "../shared/timers";
-import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isLostCall, type SessionPool } from "../sessions";
+import { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed, isLostCall, type SessionPool } from "../sessions";
 import { boundText, escapeControls } from "../shared/text";
 import { isUnauthorized } from "../shared/unauthorized";
 import { shownToolName } from "./names";
@@ -205,6 +205,7 @@ export async function discoverServer(
       } catch (err) {
         if (
           isExpiredSession(err, lease.session.client.transport) ||
+          isGatewayProcessFailed(err, lease.session.client.transport) ||
           isLostCall(err) ||
           isDroppedConnection(err) ||
           (server.type === "sse" && isConnectionClosed(err))
@@ -219,7 +220,7 @@ export async function discoverServer(
     };
     // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
     // unanswered or whose connection was cut before its answer was read, an SSE session whose event stream ended:
-    // it was closed with it) is re-initialized once, under the same bound. A 404 to `initialize` itself (a wrong
+    // it was closed with it; a gateway's session whose stdio process died) is re-initialized once, under the same bound. A 404 to `initialize` itself (a wrong
     // URL) is no expired session: it is not asked again. An OAuth token the server refuses (HTTP 401) is replaced
     // once, and the listing asked again.
     let reinitialized = false;
