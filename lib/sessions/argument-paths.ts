@@ -2,8 +2,7 @@ import { realpath } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { pathToFileURL } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { isPlainObject } from "../shared/plain-object";
-import { mapContentStrings, mapStrings, protocolMetaKeys, userDataRoot } from "./paths";
+import { mapResultStrings, mapStrings, userDataRoot } from "./paths";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** A stdio call's arguments as its server is sent them. */
@@ -195,15 +194,5 @@ function sortedPairs(named: ReadonlyMap<string, string>): readonly (readonly [st
 export function withNamedPaths(result: CallToolResult, named: ReadonlyMap<string, string>, keep: readonly string[] = []): CallToolResult {
   if (named.size === 0) return result;
   const restore = (text: string): string => restoreNamedPaths(text, named);
-  const items = Array.isArray(result.content) ? result.content : [];
-  const content = mapContentStrings(items, restore, restore);
-  const structured = isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, restore, keep) : result.structuredContent;
-  const meta = isPlainObject(result._meta) ? mapStrings(result._meta, restore, protocolMetaKeys(result._meta)) : result._meta;
-  if (content === items && structured === result.structuredContent && meta === result._meta) return result;
-  return {
-    ...result,
-    content,
-    ...(structured === result.structuredContent ? {} : { structuredContent: structured as Record<string, unknown> }),
-    ...(meta === result._meta ? {} : { _meta: meta as Record<string, unknown> }),
-  };
+  return mapResultStrings(result, { text: restore, uri: restore, data: restore }, keep);
 }

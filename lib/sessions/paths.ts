@@ -181,7 +181,7 @@ type Content = CallToolResult["content"][number];
  * `items` (a result's content) with `text` applied to their texts (a text item's, an embedded text resource's) and `uri`
  * to a link's URI: the items nothing changed are kept as they are, and so is the array when none changed.
  */
-export function mapContentStrings(items: readonly Content[], text: (value: string) => string, uri: (value: string) => string): Content[] {
+function mapContentStrings(items: readonly Content[], text: (value: string) => string, uri: (value: string) => string): Content[] {
   let out: Content[] | undefined;
   items.forEach((item, i) => {
     let mapped: Content = item;
@@ -239,13 +239,30 @@ export async function translateResultPaths(
   if (virtual.size === 0 && bareNames.size === 0) return result;
   const pattern = bareNamePattern(bareNames);
   const rewrite = (text: string) => rewriteText(text, virtual, pattern, refused);
-  const content = mapContentStrings(items, rewrite, (uri) => virtual.get(uri) ?? uri);
-  // Their strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
-  const asData = (text: string) => rewriteValue(text, virtual, refused);
-  const structured = virtual.size > 0 && isPlainObject(result.structuredContent)
-    ? mapStrings(result.structuredContent, asData, keep)
-    : result.structuredContent;
-  const meta = virtual.size > 0 && isPlainObject(result._meta) ? mapStrings(result._meta, asData, protocolMetaKeys(result._meta)) : result._meta;
+  // The data's strings keep their meaning as data: a path becomes the virtual one, a bare name stays a name.
+  const asData = virtual.size > 0 ? (text: string) => rewriteValue(text, virtual, refused) : undefined;
+  return mapResultStrings(result, { text: rewrite, uri: (uri) => virtual.get(uri) ?? uri, data: asData }, keep);
+}
+
+/** How `mapResultStrings` rewrites a result's strings (`data`: those of `structuredContent` and `_meta`; none: kept). */
+export interface ResultStringMaps {
+  readonly text: (value: string) => string;
+  readonly uri: (value: string) => string;
+  readonly data?: (value: string) => string;
+}
+
+/**
+ * `result` with its strings rewritten where a ToolMessage shows them: its content (`mapContentStrings`), and the strings
+ * of `structuredContent` (outside the top-level keys in `keep`) and of `_meta` (outside the keys the protocol reserves).
+ * What nothing changed is kept as it is, and so is `result` when nothing changed.
+ */
+export function mapResultStrings(result: CallToolResult, maps: ResultStringMaps, keep: readonly string[] = []): CallToolResult {
+  const items = Array.isArray(result.content) ? result.content : [];
+  const content = mapContentStrings(items, maps.text, maps.uri);
+  const { data } = maps;
+  const structured = data && isPlainObject(result.structuredContent) ? mapStrings(result.structuredContent, data, keep) : result.structuredContent;
+  const meta = data && isPlainObject(result._meta) ? mapStrings(result._meta, data, protocolMetaKeys(result._meta)) : result._meta;
+  if (content === items && structured === result.structuredContent && meta === result._meta) return result;
   return {
     ...result,
     content,
