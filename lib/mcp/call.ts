@@ -322,12 +322,13 @@ function sendToServer(
     }
     target.onSession?.(lease.session);
     const { paths, scanner } = lease.session;
+    // The child's working folder: the thread workspace unless the config sets its own.
+    const cwd = paths ? server.cwd || paths.workspace : undefined;
     let hosted: HostArguments | undefined;
     try {
       // An interceptor may send the call more than once (a retry): its changes count from the first attempt's walk.
       if (scanner && workspace.before === undefined) workspace.before = await listableSnapshot(scanner, deadline, workspace);
-      if (paths) {
-        const cwd = server.cwd || paths.workspace;
+      if (paths && cwd !== undefined) {
         hosted = hostArguments(request.args, paths.userData, cwd);
         // The child resolves a URL it takes for a relative path against the real path of its cwd.
         if (hosted) await nameRealCwdEchoes(hosted, cwd, paths.userData);
@@ -348,7 +349,7 @@ function sendToServer(
         workspace.context = {
           userData: paths.userData,
           root,
-          cwd: server.cwd || paths.workspace,
+          cwd: cwd ?? paths.workspace,
           // Not listed when the thread's folders are not its own any more (see userDataRoot).
           changed: root === null ? [] : changed,
           // Read when the paths are translated: by then every header the chain passed on is known. A call sent on this

@@ -35,7 +35,6 @@ import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { resolveDataDir, SessionPool, sessionScope, type McpSession } from "../sessions";
-import { realFolderPath } from "../shared/data-dir";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
 import { OutputSchemas } from "./output-schemas";
@@ -310,7 +309,7 @@ export class McpToolkit {
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
-    this.dataDir = realFolderPath(resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd }));
+    this.dataDir = resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd });
     options.taskRuntime?.attach(this);
   }
 

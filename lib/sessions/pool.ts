@@ -16,6 +16,7 @@ import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { withCwdCause } from "./start-failure";
+import { realFolderPath } from "../shared/data-dir";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
 import { removeThreadSkeleton, threadFolderRemoval } from "./thread-folders";
@@ -148,7 +149,7 @@ export interface SessionPoolOptions {
   /**
    * The data dir holding thread workspaces: a stdio child runs in `<dataDir>/threads/<thread>/user-data/workspace`
    * with TMPDIR/TMP/TEMP in its `.mcp/tmp`, unless the config sets `cwd` or those variables. Without it children run
-   * where the config says (or in the host's cwd).
+   * where the config says (or in the host's cwd). Worked on by its real path (see `realFolderPath`).
    */
   dataDir?: string;
   /**
@@ -233,7 +234,7 @@ export class SessionPool {
     this.secretsFor = options.secretsFor ?? (() => []);
     this.maxHttpSessions = options.maxHttpSessionsPerServer ?? DEFAULT_MAX_HTTP_SESSIONS_PER_SERVER;
     this.maxStdioSessions = options.maxStdioSessions ?? DEFAULT_MAX_STDIO_SESSIONS;
-    this.dataDir = options.dataDir;
+    this.dataDir = options.dataDir === undefined ? undefined : realFolderPath(options.dataDir);
     this.stdioMaxMessageBytes = options.stdioMaxMessageBytes;
     this.deleteTimeoutMs = options.sessionDeleteTimeoutMs ?? DEFAULT_SESSION_DELETE_TIMEOUT_MS;
     this.now = options.now;
