@@ -35,6 +35,7 @@ import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
 import { resolveDataDir, SessionPool, sessionScope, type McpSession } from "../sessions";
+import { realFolderPath } from "../shared/data-dir";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
 import { OutputSchemas } from "./output-schemas";
@@ -309,7 +310,9 @@ export class McpToolkit {
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
-    this.dataDir = resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd });
+    // Resolved once for the toolkit's life: a reload's pool resolving a link pointed elsewhere meanwhile would move every
+    // thread's workspace away from its files.
+    this.dataDir = realFolderPath(resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd }));
     options.taskRuntime?.attach(this);
   }
 
