@@ -92,7 +92,13 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const base = nodePath.dirname(path);
   for (const [name, server] of Object.entries(config.mcpServers)) {
     if (server.cwd !== undefined && server.cwd !== "" && !nodePath.isAbsolute(server.cwd)) {
-      config.mcpServers[name] = { ...server, cwd: nodePath.resolve(base, server.cwd) };
+      const written = server.cwd;
+      const cwd = nodePath.resolve(base, written);
+      config.mcpServers[name] = { ...server, cwd };
+      // Resolving normalizes a `$VAR` value in it (`./s3cr3t`, `s3cr3t/`) out of the form redaction looks for: the
+      // whole path is then a secret of the server, or what is left of that value would show where the path does.
+      const secrets = envSecrets[name] as string[] | undefined;
+      if (secrets?.some((secret) => written.includes(secret) && !cwd.includes(secret))) secrets.push(cwd);
     }
   }
 
