@@ -138,7 +138,11 @@ describe("supergateway in front of a stdio server", () => {
   // next call must not meet the dropped session's 404 first (a second error for one crash).
   test("the stdio server exits during a call: one clean line, not sent again; the next call runs on a new session and child", async () => {
     const before = pidOf(await call("sg_whoami", {}, "erin"));
-    expect(cleanErrorLine(await call("sg_exit", {}, "erin"))).toBe("MCP tool 'exit' on server 'sg' failed: MCP error -32603: MCP server process failed");
+    // As the expired, lost-call and closed-connection lines: what happened, and that the call was not sent again.
+    expect(cleanErrorLine(await call("sg_exit", {}, "erin"))).toBe(
+      "MCP tool 'exit' on server 'sg' failed: the server's process failed during the call (its gateway answered \"MCP server " +
+        "process failed\" and dropped the session). The call was not sent again; a new session serves the next call.",
+    );
     const after = pidOf(await call("sg_whoami", {}, "erin"));
     expect(after).not.toBe(before);
     expect(callsIn().filter((line) => line.endsWith(" exit"))).toEqual([`${before} exit`]);

@@ -125,6 +125,14 @@ function closedText(record: McpToolRecord, stdio: boolean): string {
   );
 }
 
+/** supergateway's -32603 "MCP server process failed" (see `isGatewayProcessFailed`): its text is fixed, quoted as it is. */
+function processFailedText(record: McpToolRecord): string {
+  return (
+    `MCP tool '${record.rawName}' on server '${record.server}' failed: the server's process failed during the call (its gateway ` +
+    `answered "MCP server process failed" and dropped the session). The call was not sent again; a new session serves the next call.`
+  );
+}
+
 const VIOLATION_MAX_CHARS = 300;
 
 /**
@@ -386,9 +394,9 @@ function sendToServer(
       }
       if (!stdio && isGatewayProcessFailed(err, lease.session.client.transport)) {
         // The gateway's stdio process died and the gateway dropped the session with it: the next call starts a new
-        // session rather than meet the 404 first. This one's error is shown as it is.
+        // session rather than meet the 404 first.
         pool.invalidate(lease.session);
-        throw err;
+        throw ownText(new McpToolCallError(processFailedText(record)));
       }
       if (!stdio && isUnauthorized(err)) {
         // Its credentials were refused (a revoked token): no call with them will go through, so the session is ended
