@@ -180,7 +180,7 @@ describe("a bad value from any layer is rejected before the transport", () => {
 
   test("a server whose error body echoes the credential is skipped without the credential in the warning", () => {
     const warning = logger.messages("warn").find((m) => m.startsWith("Skipping MCP server 'echoer'"));
-    expect(warning).toContain("Error POSTing to endpoint: forbidden for [redacted]");
+    expect(warning).toContain("Error POSTing to endpoint (HTTP 403): forbidden for [redacted]");
   });
 });
 

@@ -221,7 +221,7 @@ describe("fastmcp over streamable HTTP", () => {
     const message = await callThroughGraph(graph, "fm_echo", { message: "x" }, mallory);
     // fastmcp refuses with an empty body: without its status the line said nothing ("Error POSTing to endpoint: ").
     expect(cleanErrorLine(message)).toBe(
-      "MCP tool 'echo' on server 'fm' failed: Streamable HTTP error: Error POSTing to endpoint: HTTP 401 with an empty body",
+      "MCP tool 'echo' on server 'fm' failed: Streamable HTTP error: Error POSTing to endpoint (HTTP 401) with an empty body",
     );
     expect(seenByModel(message)).not.toContain("revoked-k3y-99");
     expect(logger.messages().join("\n")).not.toContain("revoked-k3y-99");

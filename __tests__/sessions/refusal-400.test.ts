@@ -9,7 +9,7 @@ import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures
 import { startHttpFixture, type StreamableHttpFixture } from "../fixtures/http-server";
 import { startProxy, type Proxy } from "../fixtures/proxy";
 
-const PREFIX = "MCP tool 'echo' on server 'py' failed: Streamable HTTP error: Error POSTing to endpoint: ";
+const PREFIX = "MCP tool 'echo' on server 'py' failed: Streamable HTTP error: Error POSTing to endpoint (HTTP 400)";
 
 describe.each([false, true])("a 400 that is not the unknown-session answer (stateless: %s)", (stateless) => {
   let fixture: StreamableHttpFixture;
@@ -54,7 +54,7 @@ describe.each([false, true])("a 400 that is not the unknown-session answer (stat
     const inits = fixture.initializeCount();
     const failed = await callThroughGraph(graph, "py_echo", { text: "refused" });
     expect(failed.status).toBe("error");
-    expect(failed.content).toBe(PREFIX + shown);
+    expect(failed.content).toBe(`${PREFIX}: ${shown}`);
     expect((await callThroughGraph(graph, "py_echo", { text: "after" })).content).toBe("after");
     if (!stateless) expect(fixture.initializeCount()).toBe(inits);
   });
@@ -62,7 +62,7 @@ describe.each([false, true])("a 400 that is not the unknown-session answer (stat
   test("a whitespace body reads as an empty one, with its status", async () => {
     refuse("blank", "  \n");
     const failed = await callThroughGraph(graph, "py_echo", { text: "blank" });
-    expect(failed.content).toBe(PREFIX + "HTTP 400 with an empty body");
+    expect(failed.content).toBe(`${PREFIX} with an empty body`);
   });
 });
 
@@ -84,7 +84,7 @@ describe("a stateless server (no session id) that answers the unknown-session te
       ]) {
         proxy.rule = (r) => (r.rpcMethod === "tools/call" ? { status: 400, body } : undefined);
         const failed = await callThroughGraph(ownGraph, "py_echo", { text: "lost" });
-        expect(failed.content).toBe(PREFIX + shown);
+        expect(failed.content).toBe(`${PREFIX}: ${shown}`);
       }
       expect(proxy.requests.filter((r) => r.rpcMethod === "tools/call")).toHaveLength(2);
     } finally {

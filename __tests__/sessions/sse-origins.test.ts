@@ -82,7 +82,7 @@ describe("an SSE server that points the client to another origin, naming it afte
     const message = await callThroughGraph(graph, "remote_echo", { text: "hi" }, { context: { secrets: { request_key: SECRET } } });
     expect([message.status, message.content]).toEqual([
       "error",
-      "MCP tool 'echo' on server 'remote' failed: Streamable HTTP error: Error POSTing to endpoint: Redirect to (another origin)/mcp not followed " +
+      "MCP tool 'echo' on server 'remote' failed: Streamable HTTP error: Error POSTing to endpoint (HTTP 307): Redirect to (another origin)/mcp not followed " +
         "(redirectPolicy: 'same-origin')",
     ]);
   });

@@ -42,17 +42,20 @@ export function messageWithCause(err: unknown): string {
   return causeMessage && !message.includes(causeMessage) ? `${message} (${causeMessage})` : message;
 }
 
-/** The SDK's own words and nothing after them: a body that merely ends in ':' ("Missing field:") is not empty. */
-const SDK_WORDS_ONLY = /^Streamable HTTP error: [^:]*:\s*$/;
+/** The SDK's own words (`Error POSTing to endpoint`), then the response it quotes: the body, or the status text. */
+const SDK_QUOTE = /^(Streamable HTTP error: [^:]*): ?([\s\S]*)$/;
 
 /**
- * The SDK's Streamable HTTP error quotes the response body and keeps the status apart: a refusal with no body (fastmcp's
- * documented `authenticate` refusal, `new Response(null, { status: 401 })`) would read "Error POSTing to endpoint: ",
- * saying nothing. Such a message is given its status.
+ * The SDK's Streamable HTTP error quotes the response body and keeps the status apart, where the SSE transport's error
+ * names it ("Error POSTing to endpoint (HTTP 403): …"): the status is put where SSE puts it. A refusal with no body
+ * (fastmcp's documented `authenticate` refusal, `new Response(null, { status: 401 })`) says so rather than end in ':'.
  */
 function withHttpStatus(err: unknown, message: string): string {
-  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100 || !SDK_WORDS_ONLY.test(message)) return message;
-  return `${message.trimEnd()} HTTP ${err.code} with an empty body`;
+  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100) return message;
+  const quoted = SDK_QUOTE.exec(message);
+  if (quoted === null) return message;
+  const [, words, body] = quoted;
+  return body.trim() === "" ? `${words} (HTTP ${err.code}) with an empty body` : `${words} (HTTP ${err.code}): ${body}`;
 }
 
 /**
