@@ -57,6 +57,16 @@ describe("through a stdio tool in a ToolNode", () => {
     expect(message.content).toBe(`error at ${V}/workspace/main.py#L1: boom`);
   });
 
+  test("a file: URI with one slash (Java's File.toURI) is rewritten as a file:// one; a missing file's is left as it is", async () => {
+    const thread = "one-slash";
+    const ws = workspaceOf(thread);
+    await mkdir(ws, { recursive: true });
+    await writeFile(path.join(ws, "Main.java"), "class Main {}\n");
+    const say = `compiled file:${ws}/Main.java, not file:${ws}/Gone.java`;
+    const message = await callThroughGraph(graph, "local_write_file", { path: ".mcp/tmp/x", content: "x", say }, runIn(thread));
+    expect(message.content).toBe(`compiled ${V}/workspace/Main.java, not file:${ws}/Gone.java`);
+  });
+
   test("a path through another thread's folder, climbing back with '..', does not tell whether that folder exists", async () => {
     const victim = workspaceOf("victim");
     await mkdir(path.join(victim, "private-plans"), { recursive: true });

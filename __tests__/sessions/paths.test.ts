@@ -105,7 +105,6 @@ describe("path translation", () => {
     ["a remote URL", () => "fetch https://example.com/workspace/report.txt"],
     ["a path into another thread", () => `other ${path.join(root, "threads", "u", "user-data", "x.txt")}`],
     ["a URL whose host and path spell a workspace file", () => `fetch https:/${workspace}/report.txt`],
-    ["a file: URI with one slash (not ours to shorten)", () => `open file:${workspace}/report.txt`],
     ["a network path", () => `share /${workspace}/report.txt`],
     ["'..' after a link out of the workspace (the file system reads the folder above its target)", () => "cat out/../report.txt"],
     ["a relative path inside a longer word (Unicode letters are word characters)", () => "see ésub/data.csv"],
@@ -115,6 +114,40 @@ describe("path translation", () => {
     ["a path with a line number that is not a file either way", () => `${workspace}/nope.txt:12`],
   ])("left unchanged: %s", async (_name, input) => {
     expect(await text(input())).toBe(input());
+  });
+
+  // Java's File.toURI form: a file URI as file:// is, rewritten (the scheme too) or left unchanged by the same rules.
+  test.each([
+    ["a file in the workspace", () => `open file:${workspace}/report.txt`, `open ${V}/workspace/report.txt`],
+    ["upper case, after a label", () => `saved: FILE:${workspace}/sub/data.csv.`, `saved: ${V}/workspace/sub/data.csv.`],
+    ["percent-encoded", () => `at file:${workspace}/my%20file.txt`, `at ${V}/workspace/my file.txt`],
+    ["with a line and column after it", () => `file:${workspace}/report.txt:12:3: error`, `${V}/workspace/report.txt:12:3: error`],
+    ["a symlink inside that points inside", () => `link file:${workspace}/alias.txt`, `link ${V}/workspace/report.txt`],
+    ["a symlink escaping the user-data folder", () => `leak file:${workspace}/escape.txt`, undefined],
+    ["a file that does not exist", () => `gone file:${workspace}/nope.txt`, undefined],
+    ["a directory", () => `folder file:${workspace}/dir`, undefined],
+    ["a file outside", () => `see file:${outside}`, undefined],
+    ["after another word (a label ending in 'file:', not a URI)", () => `myfile:${workspace}/report.txt`, undefined],
+    ["after another word of Unicode letters", () => `éfile:${workspace}/report.txt`, undefined],
+  ])("a file: URI with one slash, %s", async (_name, input, expected) => {
+    expect(await text(input())).toBe(expected ?? input());
+  });
+
+  test("a file: URI with one slash as a resource link or a whole structuredContent value: as a file:// one", async () => {
+    const uri = (file: string) => `file:${path.join(workspace, file)}`;
+    const result = await translateResultPaths(
+      {
+        content: [
+          { type: "resource_link", uri: uri("report.txt"), name: "report.txt" },
+          { type: "resource_link", uri: uri("escape.txt"), name: "escape.txt" },
+          { type: "resource_link", uri: uri("nope.txt"), name: "nope.txt" },
+        ],
+        structuredContent: { saved: uri("my file.txt"), leaked: uri("escape.txt") },
+      },
+      context(),
+    );
+    expect(result.content.map((c) => (c as { uri: string }).uri)).toEqual([`${V}/workspace/report.txt`, uri("escape.txt"), uri("nope.txt")]);
+    expect(result.structuredContent).toEqual({ saved: `${V}/workspace/my file.txt`, leaked: uri("escape.txt") });
   });
 
   test("a bare file name is rewritten only when exactly one changed file has it, and never inside a longer name", async () => {

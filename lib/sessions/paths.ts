@@ -25,13 +25,13 @@ export interface PathContext {
 /** A character of a word (Unicode letters, digits and marks, as Python's `\w`), in a `u` regexp. */
 const WORD = String.raw`\p{L}\p{N}\p{M}_`;
 /**
- * Absolute, `file://`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). A
+ * Absolute, `file://`, `file:/`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). A
  * `dir/…` reference starts where its run of name characters starts: within a run the pattern would be tried from
  * every position (quadratic in a long word), and `é/x` would match as `/x`; nor does it start right after a character
  * that glues names together (`my+sub/x` is not `sub/x`).
  */
 const PATH_PATTERN = new RegExp(
-  String.raw`(?:[Ff][Ii][Ll][Ee]:\/\/(?:localhost)?)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.+@~%#$&!-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
+  String.raw`(?:(?<![${WORD}+.-])[Ff][Ii][Ll][Ee]:(?:\/\/(?:localhost)?)?)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.+@~%#$&!-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
   "gu",
 );
 /**
@@ -400,8 +400,8 @@ type Part = readonly [text: string, offset: number];
 function forEachMatch(token: string, visit: (reference: string, at: number, parts: readonly Part[] | undefined) => void): void {
   for (const match of token.matchAll(PATH_PATTERN)) {
     const at = match.index!;
-    // `file:/…` is a URI (not ours to shorten); after another word and a colon it is a label (`saved:/…`). URLs with
-    // `//` never reach here.
+    // A path after `file:` at the end of another word (`myfile:/…`) is not a file URI's (those match whole), nor ours to
+    // shorten; after another word and a colon it is a label (`saved:/…`). URLs with `//` never reach here.
     if (at >= 5 && token.slice(at - 5, at).toLowerCase() === "file:") continue;
     // A markdown link (`[out/r.md](/w/out/r.md)`): its text and its target are references of their own.
     const link = match[0].indexOf(MARKDOWN_LINK);
@@ -413,8 +413,8 @@ function forEachMatch(token: string, visit: (reference: string, at: number, part
   }
 }
 
-/** A `,` or `;` right before the start of another path (`/`, `./`, `../`, `file://`, `dir/`). */
-const JOINED = new RegExp(String.raw`[,;](?=\.{0,2}\/|[Ff][Ii][Ll][Ee]:\/\/|[${WORD}.-]+\/)`, "gu");
+/** A `,` or `;` right before the start of another path (`/`, `./`, `../`, `file:/`, `file://`, `dir/`). */
+const JOINED = new RegExp(String.raw`[,;](?=\.{0,2}\/|[Ff][Ii][Ll][Ee]:\/|[${WORD}.-]+\/)`, "gu");
 
 /**
  * The paths of a reference that is a list of them joined by `,` or `;` without a space (a CSV row,
@@ -463,7 +463,7 @@ function collectReferences(text: string, into: Set<string>): void {
  * A `structuredContent` string that is one whole path (`/data/My Reports/q1.csv`, `./it's.txt`, `/w/notes(v2)`): a
  * value there is a path as it stands, spaces, quotes and brackets included, where free text would be cut at them or
  * lose them as punctuation. `undefined` when the string is not shaped like one (one line, from `/`, `./`, `../` or
- * `file://`).
+ * `file:/`).
  */
 function wholeReference(text: string): string | undefined {
   const trimmed = text.trim();
@@ -750,9 +750,12 @@ function rewriteBareNames(text: string, bareNames: BareNamePattern | undefined):
   return bareNames === undefined ? text : text.replace(bareNames.pattern, (name) => bareNames.mapped.get(name) ?? name);
 }
 
-/** A `file://` URL, in any case (`FILE://`), also with the host `localhost`. */
+/**
+ * A `file://` URL, in any case (`FILE://`), also with the host `localhost`; or a `file:/…` URI (Java's `File.toURI`),
+ * which the URL parser reads as the same `file:///…`.
+ */
 function isFileUrl(reference: string): boolean {
-  return reference.slice(0, 7).toLowerCase() === "file://";
+  return reference.slice(0, 6).toLowerCase() === "file:/";
 }
 
 function isInside(file: string, root: string): boolean {
