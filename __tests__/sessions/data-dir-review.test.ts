@@ -71,3 +71,31 @@ test("a data dir not made yet, behind a link, under names a URL escapes: results
   expect(existsSync(path.join(threads, "t-kept", "user-data", "workspace", "out", "r.txt"))).toBe(true);
   expect(existsSync(path.join(threads, "t-unused"))).toBe(false);
 });
+
+test("a data dir made as a link only after the toolkit was: a reload after the link was pointed elsewhere keeps a thread's workspace where its files are", async () => {
+  const base = await realpath(await makeTempDir("mcp-data-dir-review-"));
+  const [first, second] = [path.join(base, "first"), path.join(base, "second")];
+  await Promise.all([mkdir(first), mkdir(second)]);
+  const link = path.join(base, "data");
+  const cfgDir = await makeTempDir("mcp-data-dir-review-cfg-");
+  const config = (description: string) => ({
+    mcpServers: { files: { type: "stdio", description, ...stdioFixture({ name: "files", toolNames: ["write_file"] }) } },
+  });
+  const configPath = await writeConfig(cfgDir, config("before"));
+  // Made before the deploy that creates its data dir's link.
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: link });
+  toolkits.push(toolkit);
+  await symlink(first, link);
+  const thread = { configurable: { thread_id: "t-late" } };
+  const workspace = (root: string) => path.join(root, "threads", "t-late", "user-data", "workspace");
+  expect((await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "files_write_file", { path: "a.txt", content: "a" }, thread)).status).toBe("success");
+  expect(existsSync(path.join(workspace(first), "a.txt"))).toBe(true);
+  const next = path.join(base, "data.next");
+  await symlink(second, next);
+  await rename(next, link);
+  await writeConfig(cfgDir, config("after"));
+  const reloaded = toolNodeGraph(await toolkit.getTools());
+  expect((await callThroughGraph(reloaded, "files_write_file", { path: "b.txt", content: "b" }, thread)).status).toBe("success");
+  expect(existsSync(path.join(workspace(first), "b.txt"))).toBe(true);
+  expect(existsSync(path.join(second, "threads"))).toBe(false);
+});

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import * as nodePath from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { DynamicStructuredTool, ToolRuntime } from "@langchain/core/tools";
@@ -289,7 +290,9 @@ export class McpToolkit {
   private readonly logger: Logger;
   private readonly interceptors: readonly McpToolInterceptor[];
   private readonly oauth: OAuthTokenManager;
-  private readonly dataDir: string;
+  private dataDir: string;
+  /** Whether `dataDir` existed when resolved; until then a new pool's resolves it again (it may be made as a link). */
+  private dataDirSettled: boolean;
   private readonly stdioWarnings = new StdioLayerWarnings();
   private custom: CustomInterceptors | null = null;
   private current: Generation | null = null;
@@ -313,6 +316,7 @@ export class McpToolkit {
     // Resolved once for the toolkit's life: a reload's pool resolving a link pointed elsewhere meanwhile would move every
     // thread's workspace away from its files.
     this.dataDir = realFolderPath(resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd }));
+    this.dataDirSettled = existsSync(this.dataDir);
     options.taskRuntime?.attach(this);
   }
 
@@ -389,6 +393,19 @@ export class McpToolkit {
   private dropKept(): void {
     if (this.kept) this.retirePool(this.kept.pool);
     this.kept = null;
+  }
+
+  /**
+   * The data dir a new pool works in: a data dir made only after the toolkit (a deploy's link) is resolved by the first
+   * pool to find it, then kept as the one made at construction is, so a reload after the link was pointed elsewhere
+   * leaves every thread's workspace where its files are.
+   */
+  private settledDataDir(): string {
+    if (!this.dataDirSettled) {
+      this.dataDir = realFolderPath(this.dataDir);
+      this.dataDirSettled = existsSync(this.dataDir);
+    }
+    return this.dataDir;
   }
 
   /**
@@ -492,7 +509,7 @@ export class McpToolkit {
       stdioMaxMessageBytes: this.options.stdioMaxMessageBytes,
       maxStdioSessions: this.options.maxStdioSessions,
       temporaryStdioIdleMs: temporaryIdle == null ? temporaryIdle : temporaryIdle * 1000,
-      dataDir: this.dataDir,
+      dataDir: this.settledDataDir(),
       ...(clock ? { now: () => clock().getTime() } : {}),
       secretsFor: (serverName) => servers.get(serverName)?.target.secrets ?? [],
     });
