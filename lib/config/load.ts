@@ -1,6 +1,7 @@
 import * as nodePath from "node:path";
 import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
+import { realFolderPath } from "../shared/data-dir";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigReadError, ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
@@ -91,14 +92,19 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const config = result.data;
   const base = nodePath.dirname(path);
   for (const [name, server] of Object.entries(config.mcpServers)) {
-    if (server.cwd !== undefined && server.cwd !== "" && !nodePath.isAbsolute(server.cwd)) {
+    if (server.cwd !== undefined && server.cwd !== "") {
       const written = server.cwd;
       const cwd = nodePath.resolve(base, written);
-      config.mcpServers[name] = { ...server, cwd };
-      // Resolving normalizes a `$VAR` value in it (`./s3cr3t`, `s3cr3t/`) out of the form redaction looks for: the
-      // whole path is then a secret of the server, or what is left of that value would show where the path does.
+      // An absolute one is spawned as written; the child's working folder (`process.cwd()`) is normalized all the same.
+      if (!nodePath.isAbsolute(written)) config.mcpServers[name] = { ...server, cwd };
+      // Resolving normalizes a `$VAR` value in it (`./s3cr3t`, `s3cr3t/`, `/srv//s3cr3t`) out of the form redaction looks
+      // for: the whole path is then a secret of the server, or what is left of that value would show where the path does;
+      // so is its real path, which the child's working folder is (the config's folder reached through a link).
       const secrets = envSecrets[name] as string[] | undefined;
-      if (secrets?.some((secret) => written.includes(secret) && !cwd.includes(secret))) secrets.push(cwd);
+      if (secrets?.some((secret) => written.includes(secret) && !cwd.includes(secret))) {
+        const real = realFolderPath(cwd);
+        secrets.push(...(real === cwd ? [cwd] : [cwd, real]));
+      }
     }
   }
 
