@@ -1,17 +1,19 @@
-import { stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, stat } from "node:fs/promises";
 
-/** A configured `cwd` that is missing or not a folder is told apart first (`withCwdCause`). */
+/** A configured `cwd` that is missing, not a folder or not enterable is told apart first (`withCwdCause`). */
 const CAUSES: Readonly<Record<string, string>> = {
   ENOENT: "the command, or the interpreter its script names, does not exist",
   EACCES: "the command is not executable",
 };
 
 /** What is wrong with a stdio server's configured `cwd` that made its spawn fail. */
-type CwdProblem = "missing" | "not a folder";
+type CwdProblem = "missing" | "not a folder" | "not enterable";
 
 const CWD_CAUSES: Readonly<Record<CwdProblem, string>> = {
   missing: "its configured cwd does not exist",
   "not a folder": "its configured cwd is not a folder",
+  "not enterable": "its configured cwd may not be entered",
 };
 
 /**
@@ -34,17 +36,26 @@ export class StdioCwdError extends Error {
 }
 
 /**
- * `err` as a `StdioCwdError` when it is a failed spawn of a child with a configured `cwd` that is missing or not a
- * folder (looked at only now, after the spawn failed), else `err` itself.
+ * `err` as a `StdioCwdError` when it is a failed spawn of a child with a configured `cwd` that is missing, not a
+ * folder, or not one the host's user may enter (Node's EACCES then reads as the command's), looked at only now, after
+ * the spawn failed; else `err` itself.
  */
 export async function withCwdCause(serverName: string, cwd: string | undefined, err: unknown): Promise<unknown> {
   const { syscall, code } = (err ?? {}) as NodeJS.ErrnoException;
-  if (!cwd || typeof syscall !== "string" || !syscall.startsWith("spawn") || (code !== "ENOENT" && code !== "ENOTDIR")) return err;
-  const problem = await stat(cwd).then(
+  if (!cwd || typeof syscall !== "string" || !syscall.startsWith("spawn") || (code !== "ENOENT" && code !== "ENOTDIR" && code !== "EACCES")) return err;
+  const problem = code === "EACCES" ? await unenterable(cwd) : await stat(cwd).then(
     (info): CwdProblem | undefined => (info.isDirectory() ? undefined : "not a folder"),
     (statErr: NodeJS.ErrnoException): CwdProblem | undefined => (statErr.code === "ENOENT" || statErr.code === "ENOTDIR" ? "missing" : undefined),
   );
   return problem === undefined ? err : new StdioCwdError(serverName, cwd, code, problem);
+}
+
+/** "not enterable" when the host's user may not search `cwd`, or a folder on its way. */
+function unenterable(cwd: string): Promise<CwdProblem | undefined> {
+  return access(cwd, constants.X_OK).then(
+    () => undefined,
+    (accessErr: NodeJS.ErrnoException) => (accessErr.code === "EACCES" ? "not enterable" : undefined),
+  );
 }
 
 /**
