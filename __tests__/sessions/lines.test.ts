@@ -2,8 +2,11 @@
  * A stderr line longer than the pending limit is given in pieces: no cut may split a secret, whether it is still
  * arriving when the line is cut or already there across the place a fixed-size cut would fall.
  */
-import { describe, expect, test } from "@jest/globals";
+import { afterEach, describe, expect, test } from "@jest/globals";
+import * as path from "node:path";
+import { Worker } from "node:worker_threads";
 import { LineSplitter } from "../../lib/sessions/lines";
+import { TSX_CJS_REGISTER } from "../fixtures/stdio";
 import { Redactor, REDACTED } from "../../lib/shared";
 
 const SECRET = "QZXJVWKY";
@@ -98,6 +101,17 @@ describe("LineSplitter", () => {
     expect(splitter.flush()).toEqual(["token 0123456789abcdef0123"]);
   });
 
+  test.each([
+    ["16 digits, padding and a CR end it: held", "key: abcdefghij+/_-01==\r", []],
+    ["15 digits: given", "key: bcdefghij+/_-01==\r", ["key: bcdefghij+/_-01=="]],
+    ["a character after the digits: given", "key: abcdefghij+/_-0123.", ["key: abcdefghij+/_-0123."]],
+    ["padding amid the last 16 digits: given", "key: abcdefgh=ij+/_-0123", ["key: abcdefgh=ij+/_-0123"]],
+  ])("a line may begin a wrapped run when 16 base64 digits end it (%s)", (_label, line, given) => {
+    const splitter = new LineSplitter(64 * 1024, scrub);
+    expect(splitter.push(Buffer.from(`${line}\n`))).toEqual(given);
+    expect(splitter.flush()).toEqual(given.length === 0 ? [line.replace(/\r$/, "")] : []);
+  });
+
   test("base64-looking lines beyond what is held back for a cut are given at once", () => {
     const splitter = new LineSplitter(64 * 1024, scrub, 100);
     const lines = Array.from({ length: 6 }, (_, i) => `${String(i).repeat(20)}`);
@@ -109,5 +123,29 @@ describe("LineSplitter", () => {
     const splitter = new LineSplitter(64, scrub);
     const lines = [...splitter.push(bytes.subarray(0, 14)), ...splitter.push(bytes.subarray(14)), ...splitter.flush()];
     expect(lines).toEqual([`a ${REDACTED}`, `ü ${REDACTED}`]);
+  });
+
+  // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking
+  // it. A server's JSON log line quoting a long output (@agent-infra/mcp-server-commands logs a failed command's
+  // stdout so): tried for a trailing base64 run from each of its digits, 60,000 of them held the event loop 9 s.
+  let worker: Worker | undefined;
+  // Also after a timeout: a split that never ends must not keep the test run alive.
+  afterEach(async () => {
+    await worker?.terminate();
+    worker = undefined;
+  });
+
+  test("a long run of base64 digits that does not end its line is split in linear time", async () => {
+    worker = new Worker(
+      `const { parentPort, workerData } = require("node:worker_threads");
+       const { LineSplitter } = require(workerData.module);
+       const line = 'WARN: {"text":"' + "a".repeat(1000000) + '","name":"STDOUT"}';
+       const splitter = new LineSplitter(4 * 1024 * 1024);
+       const lines = splitter.push(Buffer.from(line + "\\nnext\\n"));
+       parentPort.postMessage([lines.length, lines[0] === line, lines[1]]);`,
+      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { module: path.join(__dirname, "../../lib/sessions/lines.ts") } },
+    );
+    const running = worker;
+    expect(await new Promise((resolve, reject) => running.once("message", resolve).once("error", reject))).toEqual([2, true, "next"]);
   });
 });

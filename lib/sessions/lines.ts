@@ -12,8 +12,20 @@ export const CUT_KEEP_CHARS = 4096;
 
 /** A line made only of base64 digits (either alphabet) and padding: possibly one line of a wrapped run. */
 const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
-/** Base64 digits ending a line, long enough to be the first line of a wrapped run (MIME wraps at 76, PEM at 64). */
-const BASE64_TAIL = /[A-Za-z0-9+/_-]{16,}=*\r?$/;
+/** The last 16 characters before a line's padding: base64 digits (either alphabet) only. */
+const BASE64_TAIL_DIGITS = /^[A-Za-z0-9+/_-]{16}$/;
+
+/**
+ * Whether `line` ends in at least 16 base64 digits (then padding, then a CR): long enough to be the first line of a
+ * wrapped run (MIME wraps at 76, PEM at 64). Read from the line's end: a regex searching for such a tail tried it from
+ * each digit of a long run that does not end the line (a server's JSON log line quoting a long output), quadratic in
+ * the run's length, and held the event loop for seconds.
+ */
+function endsInBase64Digits(line: string): boolean {
+  let end = line.endsWith("\r") ? line.length - 1 : line.length;
+  while (end > 0 && line.charCodeAt(end - 1) === 0x3d) end -= 1;
+  return end >= 16 && BASE64_TAIL_DIGITS.test(line.slice(end - 16, end));
+}
 
 /**
  * Where the trailing lines of `block` begin that may be the start of a base64 run wrapped over lines whose rest has not
@@ -26,7 +38,7 @@ function wrappedRunStart(block: string, limit: number): number {
     const from = block.lastIndexOf("\n", end - 1) + 1;
     const line = block.slice(from, end);
     const whole = BASE64_LINE.test(line);
-    if (BASE64_TAIL.test(line)) start = from;
+    if (endsInBase64Digits(line)) start = from;
     if (!whole || from === 0) break;
     end = from;
   }
