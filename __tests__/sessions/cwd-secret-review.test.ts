@@ -63,3 +63,42 @@ describe("an existing absolute cwd from a $VAR holding a secret, in a form the c
     for (const line of logged) expect(line).not.toContain(SECRET);
   });
 });
+
+test("an absolute cwd from a $VAR with '..' after a link: the child's working folder (the kernel reads '..' after the link) shows no part of the secret", async () => {
+  const config = await realpath(await makeTempDir("mcp-cwd-secret-review-"));
+  const elsewhere = await realpath(await makeTempDir("mcp-cwd-secret-review-target-"));
+  await mkdir(path.join(elsewhere, "sub"));
+  await mkdir(path.join(elsewhere, SECRET));
+  await symlink(path.join(elsewhere, "sub"), path.join(config, "link"));
+  const configPath = await writeConfig(config, {
+    mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd: "${TENANT_DIR}" } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: `${config}/link/../${SECRET}` }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
+  toolkits.push(toolkit);
+  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
+  expect(message.status).toBe("success");
+  const seen = seenByModel(message);
+  expect(seen).toContain("cwd");
+  expect(seen).not.toContain(SECRET);
+  for (const line of logger.messages()) expect(line).not.toContain(SECRET);
+});
+
+test("an absolute cwd from a $VAR already normalized, through a link: the child's real working folder shows no part of the secret", async () => {
+  const real = await realpath(await makeTempDir("mcp-cwd-secret-review-"));
+  await mkdir(path.join(real, SECRET));
+  const link = path.join(await realpath(await makeTempDir("mcp-cwd-secret-review-link-")), "tenants");
+  await symlink(real, link);
+  const configPath = await writeConfig(real, {
+    mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd: "${TENANT_DIR}" } },
+  });
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: `${link}/${SECRET}` }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
+  toolkits.push(toolkit);
+  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
+  expect(message.status).toBe("success");
+  const seen = seenByModel(message);
+  expect(seen).toContain("cwd");
+  expect(seen).not.toContain(SECRET);
+  for (const line of logger.messages()) expect(line).not.toContain(SECRET);
+});

@@ -99,11 +99,13 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
       if (!nodePath.isAbsolute(written)) config.mcpServers[name] = { ...server, cwd };
       // Resolving normalizes a `$VAR` value in it (`./s3cr3t`, `s3cr3t/`, `/srv//s3cr3t`) out of the form redaction looks
       // for: the whole path is then a secret of the server, or what is left of that value would show where the path does;
-      // so is its real path, which the child's working folder is (the config's folder reached through a link).
+      // so is its real path, which the child's working folder is (reached through a link, the kernel reading an absolute
+      // one's `..` after it where `resolve` drops it as text), when that no longer holds the value either.
       const secrets = envSecrets[name] as string[] | undefined;
-      if (secrets?.some((secret) => written.includes(secret) && !cwd.includes(secret))) {
-        const real = realFolderPath(cwd);
-        secrets.push(...(real === cwd ? [cwd] : [cwd, real]));
+      if (secrets?.some((secret) => written.includes(secret))) {
+        const real = realFolderPath(nodePath.isAbsolute(written) ? written : cwd);
+        const hides = (form: string) => secrets.some((secret) => written.includes(secret) && !form.includes(secret));
+        secrets.push(...[...new Set([cwd, real])].filter(hides));
       }
     }
   }
