@@ -3,7 +3,7 @@
  * the store works around, pinned on plain sequelize where that shows why, and the store's behaviour each time.
  */
 import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { mkdir, rename, rm, symlink } from "node:fs/promises";
 import * as path from "node:path";
 import { afterAll, describe, expect, jest, test } from "@jest/globals";
 import { BaseError, QueryTypes, Sequelize } from "sequelize";
@@ -60,6 +60,23 @@ describe("the store's SQLite connection", () => {
     await rm(dir, { recursive: true });
     await expect(db.transaction((tx) => tx.rows("SELECT 1"))).rejects.toMatchObject({ code: "SQLITE_CANTOPEN" });
     expect(existsSync(dir)).toBe(false);
+    await db.close();
+  });
+
+  test("a default file in a data dir reached through a link: a transaction after the link was pointed elsewhere works on the store's own file", async () => {
+    const base = await makeTempDir("mcp-conn-");
+    const [first, second, link] = [path.join(base, "first"), path.join(base, "second"), path.join(base, "data")];
+    await Promise.all([mkdir(first), mkdir(second)]);
+    await symlink(first, link);
+    const { db } = await openTaskDatabase({ env: {}, cwd: base, dataDir: link });
+    await db.rows("CREATE TABLE kept (n INTEGER)");
+    // A deploy points the link elsewhere while the store runs; the toolkit keeps its thread folders where they were.
+    const next = path.join(base, "data.next");
+    await symlink(second, next);
+    await rename(next, link);
+    await db.transaction((tx) => tx.rows("INSERT INTO kept (n) VALUES (1)"));
+    expect(await db.rows("SELECT n FROM kept")).toEqual([{ n: 1 }]);
+    expect(existsSync(path.join(second, "tasks.sqlite"))).toBe(false);
     await db.close();
   });
 

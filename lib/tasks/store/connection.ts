@@ -33,7 +33,7 @@
  * codes, constraint names and messages.
  */
 import { constants as fsConstants } from "node:fs";
-import { mkdir, open, stat } from "node:fs/promises";
+import { mkdir, open, realpath, stat } from "node:fs/promises";
 import * as path from "node:path";
 import { BaseError, QueryTypes, Sequelize, Transaction, type Options } from "sequelize";
 import pg from "pg";
@@ -275,10 +275,13 @@ export async function openSqlite(target: SqliteTarget, source: string, opts: Sql
   await ensureFile(target.file).catch((err: NodeJS.ErrnoException) => {
     throw new TaskStoreConfigError(`${source}: cannot open SQLite file ${target.file} (${err.code ?? "error"})`);
   });
+  // Sequelize opens the file again by name for each transaction: by its real path, so a link on the way pointed
+  // elsewhere meanwhile (a deploy's data dir) leaves every connection on the file opened here.
+  const storage = await realpath(target.file).catch(() => target.file);
   const attempts = (opts.busyRetries ?? DEFAULT_BUSY_RETRIES) + 1;
   const options: Options = {
     dialect: "sqlite",
-    storage: target.file,
+    storage,
     dialectModule: configuredSqlite3(opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS),
     // Without OPEN_CREATE sequelize neither creates folders nor files: the file was made above.
     dialectOptions: { mode: sqlite3.OPEN_READWRITE },
