@@ -82,10 +82,11 @@ describe("a call refused with an HTTP status and a JSON body", () => {
     expect(streamable).not.toContain("sk-refused");
   });
 
-  test("an empty body: the status, once", async () => {
+  test("an empty body: the status, once, and that the body was empty, on both transports", async () => {
     refuse(503, () => "");
-    const { streamable } = await lines();
+    const { streamable, legacy } = await lines();
     expect(streamable).toBe("MCP tool 'echo' on server 'remote' failed: Streamable HTTP error: Error POSTing to endpoint (HTTP 503) with an empty body");
+    expect(legacy).toBe("MCP tool 'echo' on server 'legacy' failed: Error POSTing to endpoint (HTTP 503) with an empty body");
   });
 
   test("the calls after the refusals go through on both transports", async () => {

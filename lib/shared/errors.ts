@@ -45,13 +45,18 @@ export function messageWithCause(err: unknown): string {
 /** The SDK's own words (`Error POSTing to endpoint`), then the response it quotes: the body, or the status text. */
 const SDK_QUOTE = /^(Streamable HTTP error: [^:]*): ?([\s\S]*)$/;
 
+/** The SSE transport's refusal of a POST, which names its status, when the body it quotes is empty. */
+const SSE_EMPTY_REFUSAL = /^(Error POSTing to endpoint \(HTTP \d{3}\)):\s*$/;
+
 /**
  * The SDK's Streamable HTTP error quotes the response body and keeps the status apart, where the SSE transport's error
  * names it ("Error POSTing to endpoint (HTTP 403): …"): the status is put where SSE puts it. A refusal with no body
- * (fastmcp's documented `authenticate` refusal, `new Response(null, { status: 401 })`) says so rather than end in ':'.
+ * (fastmcp's documented `authenticate` refusal, `new Response(null, { status: 401 })`) says so rather than end in ':', on
+ * either transport.
  */
 function withHttpStatus(err: unknown, message: string): string {
-  if (!(err instanceof StreamableHTTPError) || err.code === undefined || err.code < 100) return message;
+  if (!(err instanceof StreamableHTTPError)) return message.replace(SSE_EMPTY_REFUSAL, "$1 with an empty body");
+  if (err.code === undefined || err.code < 100) return message;
   const quoted = SDK_QUOTE.exec(message);
   if (quoted === null) return message;
   const [, words, body] = quoted;
