@@ -2,6 +2,7 @@ import * as nodePath from "node:path";
 import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
 import { realFolderPath } from "../shared/data-dir";
+import { resolvedPathSecrets } from "./path-secrets";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigReadError, ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
@@ -108,6 +109,10 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
         secrets.push(...[...new Set([cwd, real])].filter(hides));
       }
     }
+  }
+  for (const [name, server] of Object.entries(config.mcpServers)) {
+    const secrets = envSecrets[name] as string[] | undefined;
+    if (server.type === "stdio" && secrets) secrets.push(...resolvedPathSecrets(secrets, server.cwd || undefined));
   }
 
   for (const entry of skipped) logger.warn(entry.reason);
