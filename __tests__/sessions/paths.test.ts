@@ -2,10 +2,11 @@
  * File references in stdio results: rewritten to /mnt/user-data/… only when they resolve (symlinks followed) to an
  * existing file inside the thread's user-data; everything else is left as it is. And the workspace change list.
  */
-import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
 import { mkdir, realpath, rename, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import {
@@ -21,7 +22,7 @@ import { protocolMetaKeys } from "../../lib/sessions/paths";
 import { toolkitTaskCaller } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
-import { stdioFixture } from "../fixtures/stdio";
+import { stdioFixture, TSX_CJS_REGISTER } from "../fixtures/stdio";
 
 let root: string;
 let userData: string;
@@ -830,5 +831,40 @@ describe("the _meta keys the protocol reserves", () => {
       ["io.modelcontextprotocol/related-task", "dev.mcp/a", "com.mcp.tools/b", "mcp.dev/c", "tools.mcp.com/d", "com.example.mcp/e", "mcp/f", "com.example/g", "h"].map((k) => [k, 1]),
     );
     expect(protocolMetaKeys(meta)).toEqual(["io.modelcontextprotocol/related-task", "dev.mcp/a", "com.mcp.tools/b", "mcp.dev/c", "tools.mcp.com/d"]);
+  });
+});
+
+// No timer: the search runs in a worker, so one that does not end fails the test at its timeout instead of blocking it.
+// A result is searched whole, before it is cut to the ToolMessage's bound: up to a stdio message's 64 MiB.
+describe("a result's references are found in linear time", () => {
+  let worker: Worker | undefined;
+  // Also after a timeout: a search that never ends must not keep the test run alive.
+  afterEach(async () => {
+    await worker?.terminate();
+    worker = undefined;
+  });
+
+  async function referencesInWorker(token: string, count: number): Promise<unknown> {
+    worker = new Worker(
+      `const { parentPort, workerData } = require("node:worker_threads");
+       const { pathReferences } = require(workerData.module);
+       const text = workerData.token.repeat(workerData.count);
+       parentPort.postMessage([...pathReferences({ content: [{ type: "text", text }] })]);`,
+      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { module: path.join(__dirname, "../../lib/sessions/paths.ts"), token, count } },
+    );
+    const running = worker;
+    return new Promise((resolve, reject) => running.once("message", resolve).once("error", reject));
+  }
+
+  // Trailing punctuation was stripped by a search tried from each character of a run that does not end the token: ~12 ms
+  // for each such token.
+  test("paths glued to a long run of punctuation inside them (a dotted leader, then a page number): 32 MiB of them", async () => {
+    const reference = `/w/notes.md${".".repeat(4000)}12`;
+    expect(await referencesInWorker(`${reference} `, 8192)).toEqual([reference]);
+  });
+
+  // Each link's target was matched again to the token's end, and reported through one more callback per link.
+  test("tokens made of chained markdown links (/a](/a](…): 40 MiB of them", async () => {
+    expect(await referencesInWorker(`${"/a](".repeat(1000)} `, 10_485)).toEqual(["/a"]);
   });
 });

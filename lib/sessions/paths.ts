@@ -28,11 +28,12 @@ const WORD = String.raw`\p{L}\p{N}\p{M}_`;
  * Absolute, `file://`, `file:/`, `./`, `../` and `dir/…` references in free text (conservative: no spaces or quotes). A
  * `dir/…` reference starts where its run of name characters starts: within a run the pattern would be tried from
  * every position (quadratic in a long word), and `é/x` would match as `/x`; nor does it start right after a character
- * that glues names together (`my+sub/x` is not `sub/x`).
+ * that glues names together (`my+sub/x` is not `sub/x`). Searched in a token holding no separator, where a reference
+ * runs from where it starts to the token's end: the pattern finds only that start (and one character after its `/`).
  */
-const PATH_PATTERN = new RegExp(
-  String.raw`(?:(?<![${WORD}+.-])[Ff][Ii][Ll][Ee]:(?:\/\/(?:localhost)?)?)?\/[^\s'"<>|*?]+|(?:\.{0,2}\/|(?<![${WORD}.+@~%#$&!-])[${WORD}.-]+\/)[^\s'"<>|*?]+`,
-  "gu",
+const PATH_START = new RegExp(
+  String.raw`(?:(?<![${WORD}+.-])[Ff][Ii][Ll][Ee]:(?:\/\/(?:localhost)?)?)?\/[^\s'"<>|*?]|(?:\.{0,2}\/|(?<![${WORD}.+@~%#$&!-])[${WORD}.-]+\/)[^\s'"<>|*?]`,
+  "u",
 );
 /**
  * A reference never spans a separator, so text is cut into separator-free tokens first, by a plain loop, and only
@@ -108,8 +109,13 @@ function isFileScheme(text: string, colon: number): boolean {
 function isWhitespace(code: number): boolean {
   return code === 32 || (code >= 9 && code <= 13) || (code >= 128 && /\s/.test(String.fromCharCode(code)));
 }
-/** Punctuation that ends a sentence or closes a bracket or quote after a path, ASCII or not (`”`, `。`, `…`). */
-const TRAILING = /[.,;:!?()[\]{}>"'`\p{Pe}\p{Pf}。，、；：！？…]+$/u;
+/**
+ * Punctuation that ends a sentence or closes a bracket or quote after a path, ASCII or not (`”`, `。`, `…`). Its run
+ * is matched only from where it starts: tried from each character of a long run that does not end the text (a dotted
+ * leader), `+$` was quadratic in the run, ~12 ms for each 4,000-character token of a result.
+ */
+const TRAILING_CHARS = String.raw`.,;:!?()[\]{}>"'\x60\p{Pe}\p{Pf}。，、；：！？…`;
+const TRAILING = new RegExp(`(?<![${TRAILING_CHARS}])[${TRAILING_CHARS}]+$`, "u");
 /** A compiler-style position after a path (`report.txt:12:3`): tried without it when the whole does not resolve. */
 const LINE_SUFFIX = /:\d+(?::\d+)?$/;
 /** What follows the backslash of a JSON escape, but an escaped backslash (in a Windows path, a segment separator). */
@@ -396,20 +402,29 @@ export function mapStrings(value: unknown, rewrite: (text: string) => string, ke
 /** A part of a reference (see `joinedParts`) with its offset in the reference. */
 type Part = readonly [text: string, offset: number];
 
-/** Each reference in a path token, without trailing punctuation, with its offset in the token (and its parts). */
+/**
+ * Each reference in a path token (one holding no separator), without trailing punctuation, with its offset in the token
+ * (and its parts). The first runs to the token's end; after a markdown link's `](` in it, the rest is read again as a
+ * token of its own. In a loop, from where each starts: matching the rest whole again at each link, in a callback per
+ * link, was quadratic in a chain of links (`/](/](…`).
+ */
 function forEachMatch(token: string, visit: (reference: string, at: number, parts: readonly Part[] | undefined) => void): void {
-  for (const match of token.matchAll(PATH_PATTERN)) {
-    const at = match.index!;
+  let rest = token;
+  let offset = 0;
+  for (let match = PATH_START.exec(rest); match !== null; match = PATH_START.exec(rest)) {
+    const at = match.index;
     // A path after `file:` at the end of another word (`myfile:/…`) is not a file URI's (those match whole), nor ours to
     // shorten; after another word and a colon it is a label (`saved:/…`). URLs with `//` never reach here.
-    if (at >= 5 && token.slice(at - 5, at).toLowerCase() === "file:") continue;
+    if (at >= 5 && rest.slice(at - 5, at).toLowerCase() === "file:") return;
+    const found = rest.slice(at);
     // A markdown link (`[out/r.md](/w/out/r.md)`): its text and its target are references of their own.
-    const link = match[0].indexOf(MARKDOWN_LINK);
-    const reference = (link === -1 ? match[0] : match[0].slice(0, link)).replace(TRAILING, "");
-    if (reference !== "") visit(reference, at, joinedParts(reference));
-    if (link === -1) continue;
+    const link = found.indexOf(MARKDOWN_LINK);
+    const reference = (link === -1 ? found : found.slice(0, link)).replace(TRAILING, "");
+    if (reference !== "") visit(reference, offset + at, joinedParts(reference));
+    if (link === -1) return;
     const target = at + link + MARKDOWN_LINK.length;
-    forEachMatch(token.slice(target, at + match[0].length), (inner, offset, parts) => visit(inner, target + offset, parts));
+    rest = rest.slice(target);
+    offset += target;
   }
 }
 
