@@ -160,21 +160,32 @@ export function scrubAcrossTextBlocks(result: CallToolResult, redactor: Redactor
     starts.push(length);
     length += text.length;
   }
+  // The last block starting at or before `position`, found by halves; and each block reads only the spans that reach
+  // it. A walk from the first block for each span, and every span read for each block, were quadratic in a result of
+  // many blocks (40,000, each holding a secret's end and the next one's start, held the event loop ~50 s).
   const blockAt = (position: number) => {
-    let k = 0;
-    while (k + 1 < texts.length && starts[k + 1] <= position) k += 1;
-    return k;
+    let low = 0;
+    let high = texts.length - 1;
+    while (low < high) {
+      const mid = (low + high + 1) >> 1;
+      if (starts[mid] <= position) low = mid;
+      else high = mid - 1;
+    }
+    return low;
   };
+  // Merged spans: in order and none overlapping, so their ends are in order too.
   const crossing = redactor.spans(texts.join("")).filter(([from, to]) => blockAt(from) !== blockAt(to - 1));
   if (crossing.length === 0) return result;
   const content = [...items];
+  let first = 0;
   texts.forEach((text, k) => {
     const begin = starts[k];
     const end = begin + text.length;
     let kept = "";
     let copied = 0;
-    for (const [from, to] of crossing) {
-      if (to <= begin || from >= end) continue;
+    while (first < crossing.length && crossing[first][1] <= begin) first += 1;
+    for (let i = first; i < crossing.length && crossing[i][0] < end; i += 1) {
+      const [from, to] = crossing[i];
       kept += text.slice(copied, Math.max(0, from - begin)) + (from >= begin ? REDACTED : "");
       copied = Math.min(text.length, to - begin);
     }
