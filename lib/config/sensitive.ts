@@ -19,9 +19,11 @@ const NOT_A_CREDENTIAL = /^(?:.{0,3}|true|false|yes|no|on|off|null|none|undefine
 
 /** `refreshToken` → `refresh_token`, `APIKey` → `api_key`, `x-api-key` → `x_api_key`. */
 export function normalizeConfigKey(key: string): string {
+  // A run of capitals is tried from where it starts only: from each of them, a long run that no lower-case letter ends
+  // was scanned again to its end (quadratic: 160,000 capitals held the event loop for seconds).
   return key
     .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2")
+    .replace(/(?<![A-Z])([A-Z]+)([A-Z][a-z])/g, "$1_$2")
     .replace(/[^A-Za-z0-9]+/g, "_")
     .toLowerCase();
 }
@@ -59,8 +61,12 @@ export function launchCredentials(env: Readonly<Record<string, string>> | undefi
   return found;
 }
 
-/** `scheme://` URLs in a config value, up to whitespace or a quote. */
-const URL_IN_TEXT = /[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s'"<>]+/g;
+/**
+ * `scheme://` URLs in a config value, up to whitespace or a quote (the first group: from the scheme's first letter). A
+ * run of scheme characters is tried from where it starts only: from each of them, a long run without `://` after it was
+ * scanned again to its end (quadratic: 160,000 letters held the event loop for seconds).
+ */
+const URL_IN_TEXT = /(?<![A-Za-z0-9+.-])[0-9+.-]*([A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s'"<>]+)/g;
 /**
  * Query parameters that carry a credential, by name (normalized): a closed list, since `*_key` also names ordinary
  * parameters (`sort_key`, `partition_key`, `public_key`).
@@ -113,7 +119,7 @@ export function urlCredentials(text: string | undefined): string[] {
   const add = (value: string): void => {
     if (!NOT_A_CREDENTIAL.test(value)) found.push(value);
   };
-  for (const [match] of (text ?? "").matchAll(URL_IN_TEXT)) {
+  for (const [, match] of (text ?? "").matchAll(URL_IN_TEXT)) {
     let url: URL;
     try {
       url = new URL(match);
