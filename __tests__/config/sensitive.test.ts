@@ -3,11 +3,9 @@
  * answers): env values under a credential name and the values of credential flags, but not settings about a
  * credential, and not values too common to blank out of every result.
  */
-import { afterEach, describe, expect, test } from "@jest/globals";
-import * as path from "node:path";
-import { Worker } from "node:worker_threads";
+import { describe, expect, test } from "@jest/globals";
 import { isSensitiveKey, launchCredentials, urlCredentials } from "../../lib/config";
-import { TSX_CJS_REGISTER } from "../fixtures/stdio";
+import { libModule, workerRunner } from "../fixtures/worker";
 
 describe("launchCredentials", () => {
   test("env values whose name ends in a credential word; settings about a credential and common values are not", () => {
@@ -87,23 +85,9 @@ describe("urlCredentials", () => {
 // No timer: the work runs in a worker, so one that does not end fails the test at its timeout instead of blocking it. A
 // config reaches these through the gateway's config API too (a body of up to 1 MiB), and one request held every other.
 describe("config keys and values are read in linear time", () => {
-  let worker: Worker | undefined;
-  // Also after a timeout: work that never ends must not keep the test run alive.
-  afterEach(async () => {
-    await worker?.terminate();
-    worker = undefined;
-  });
-
-  async function inWorker(call: string): Promise<unknown> {
-    worker = new Worker(
-      `const { parentPort, workerData } = require("node:worker_threads");
-       const { isSensitiveKey, urlCredentials } = require(workerData.module);
-       parentPort.postMessage(${call});`,
-      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { module: path.join(__dirname, "../../lib/config/sensitive.ts") } },
-    );
-    const running = worker;
-    return new Promise((resolve, reject) => running.once("message", resolve).once("error", reject));
-  }
+  const run = workerRunner();
+  const inWorker = (call: string) =>
+    run(`const { isSensitiveKey, urlCredentials } = require(workerData.module);\n parentPort.postMessage(${call});`, { module: libModule("config/sensitive.ts") });
 
   test("a key of 500,000 capitals that no lower-case letter ends", async () => {
     expect(await inWorker(`[isSensitiveKey("A".repeat(500000)), isSensitiveKey("A".repeat(500000) + "_TOKEN")]`)).toEqual([false, true]);

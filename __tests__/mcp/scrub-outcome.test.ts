@@ -3,15 +3,13 @@
  * ToolMessage, and everything a Command carries into state or to a node (update in any shape, any message
  * class, Send args, resume).
  */
-import { afterEach, describe, expect, test } from "@jest/globals";
+import { describe, expect, test } from "@jest/globals";
 import { AIMessage, AIMessageChunk, ChatMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { Command, Overwrite, Send } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import * as path from "node:path";
-import { Worker } from "node:worker_threads";
 import { scrubAcrossTextBlocks, scrubOutcome } from "../../lib/mcp/scrub-outcome";
 import { Redactor, REDACTED } from "../../lib/shared";
-import { TSX_CJS_REGISTER } from "../fixtures/stdio";
+import { libModule, workerRunner } from "../fixtures/worker";
 
 const SECRET = "s3cr-tok";
 const PIN = "482913";
@@ -190,31 +188,19 @@ describe("scrubAcrossTextBlocks", () => {
 
 // No timer: the scrub runs in a worker, so one that does not end fails the test at its timeout instead of blocking it.
 describe("scrubAcrossTextBlocks in linear time", () => {
-  let worker: Worker | undefined;
-  // Also after a timeout: a scrub that never ends must not keep the test run alive.
-  afterEach(async () => {
-    await worker?.terminate();
-    worker = undefined;
-  });
+  const inWorker = workerRunner();
 
   // Each secret found was placed in its block by a walk from the first block, and each block read every secret that
   // crosses a boundary: 40,000 blocks held the event loop ~50 s (a server streaming its output a line per block).
   test("80,000 text blocks, each holding a secret's end and the next one's start", async () => {
-    worker = new Worker(
-      `const { parentPort, workerData } = require("node:worker_threads");
-       const { scrubAcrossTextBlocks } = require(workerData.module);
+    const seen = await inWorker(
+      `const { scrubAcrossTextBlocks } = require(workerData.module);
        const { Redactor } = require(workerData.shared);
        const blocks = Array.from({ length: 80000 }, () => ({ type: "text", text: "-tok; s3cr" }));
        const texts = scrubAcrossTextBlocks({ content: blocks }, Redactor.of(["s3cr-tok"])).content.map((block) => block.text);
        parentPort.postMessage([texts.length, texts[0], texts[1], texts[79999], new Set(texts.slice(1, -1)).size]);`,
-      {
-        eval: true,
-        execArgv: ["--require", TSX_CJS_REGISTER],
-        workerData: { module: path.join(__dirname, "../../lib/mcp/scrub-outcome.ts"), shared: path.join(__dirname, "../../lib/shared/index.ts") },
-      },
+      { module: libModule("mcp/scrub-outcome.ts"), shared: libModule("shared/index.ts") },
     );
-    const running = worker;
-    const seen = await new Promise((resolve, reject) => running.once("message", resolve).once("error", reject));
     expect(seen).toEqual([80000, `-tok; ${REDACTED}`, `; ${REDACTED}`, "; s3cr", 1]);
   });
 });

@@ -2,11 +2,9 @@
  * A stderr line longer than the pending limit is given in pieces: no cut may split a secret, whether it is still
  * arriving when the line is cut or already there across the place a fixed-size cut would fall.
  */
-import { afterEach, describe, expect, test } from "@jest/globals";
-import * as path from "node:path";
-import { Worker } from "node:worker_threads";
+import { describe, expect, test } from "@jest/globals";
 import { LineSplitter } from "../../lib/sessions/lines";
-import { TSX_CJS_REGISTER } from "../fixtures/stdio";
+import { libModule, workerRunner } from "../fixtures/worker";
 import { Redactor, REDACTED } from "../../lib/shared";
 
 const SECRET = "QZXJVWKY";
@@ -128,24 +126,17 @@ describe("LineSplitter", () => {
   // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking
   // it. A server's JSON log line quoting a long output (@agent-infra/mcp-server-commands logs a failed command's
   // stdout so): tried for a trailing base64 run from each of its digits, 60,000 of them held the event loop 9 s.
-  let worker: Worker | undefined;
-  // Also after a timeout: a split that never ends must not keep the test run alive.
-  afterEach(async () => {
-    await worker?.terminate();
-    worker = undefined;
-  });
+  const inWorker = workerRunner();
 
   test("a long run of base64 digits that does not end its line is split in linear time", async () => {
-    worker = new Worker(
-      `const { parentPort, workerData } = require("node:worker_threads");
-       const { LineSplitter } = require(workerData.module);
+    const seen = await inWorker(
+      `const { LineSplitter } = require(workerData.module);
        const line = 'WARN: {"text":"' + "a".repeat(1000000) + '","name":"STDOUT"}';
        const splitter = new LineSplitter(4 * 1024 * 1024);
        const lines = splitter.push(Buffer.from(line + "\\nnext\\n"));
        parentPort.postMessage([lines.length, lines[0] === line, lines[1]]);`,
-      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { module: path.join(__dirname, "../../lib/sessions/lines.ts") } },
+      { module: libModule("sessions/lines.ts") },
     );
-    const running = worker;
-    expect(await new Promise((resolve, reject) => running.once("message", resolve).once("error", reject))).toEqual([2, true, "next"]);
+    expect(seen).toEqual([2, true, "next"]);
   });
 });

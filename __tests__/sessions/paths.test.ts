@@ -2,11 +2,10 @@
  * File references in stdio results: rewritten to /mnt/user-data/… only when they resolve (symlinks followed) to an
  * existing file inside the thread's user-data; everything else is left as it is. And the workspace change list.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, test } from "@jest/globals";
 import { mkdir, realpath, rename, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import {
@@ -22,7 +21,8 @@ import { protocolMetaKeys } from "../../lib/sessions/paths";
 import { toolkitTaskCaller } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
-import { stdioFixture, TSX_CJS_REGISTER } from "../fixtures/stdio";
+import { stdioFixture } from "../fixtures/stdio";
+import { libModule, workerRunner } from "../fixtures/worker";
 
 let root: string;
 let userData: string;
@@ -837,24 +837,14 @@ describe("the _meta keys the protocol reserves", () => {
 // No timer: the search runs in a worker, so one that does not end fails the test at its timeout instead of blocking it.
 // A result is searched whole, before it is cut to the ToolMessage's bound: up to a stdio message's 64 MiB.
 describe("a result's references are found in linear time", () => {
-  let worker: Worker | undefined;
-  // Also after a timeout: a search that never ends must not keep the test run alive.
-  afterEach(async () => {
-    await worker?.terminate();
-    worker = undefined;
-  });
-
-  async function referencesInWorker(token: string, count: number): Promise<unknown> {
-    worker = new Worker(
-      `const { parentPort, workerData } = require("node:worker_threads");
-       const { pathReferences } = require(workerData.module);
+  const inWorker = workerRunner();
+  const referencesInWorker = (token: string, count: number) =>
+    inWorker(
+      `const { pathReferences } = require(workerData.module);
        const text = workerData.token.repeat(workerData.count);
        parentPort.postMessage([...pathReferences({ content: [{ type: "text", text }] })]);`,
-      { eval: true, execArgv: ["--require", TSX_CJS_REGISTER], workerData: { module: path.join(__dirname, "../../lib/sessions/paths.ts"), token, count } },
+      { module: libModule("sessions/paths.ts"), token, count },
     );
-    const running = worker;
-    return new Promise((resolve, reject) => running.once("message", resolve).once("error", reject));
-  }
 
   // Trailing punctuation was stripped by a search tried from each character of a run that does not end the token: ~12 ms
   // for each such token.
