@@ -10,6 +10,7 @@ import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, seenByModel, toolNodeGraph } from "../fixtures/graph";
+import { stdioFixture } from "../fixtures/stdio";
 
 const SERVER = require.resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
 const SECRET = "tenant-s3cr3t-5b2d";
@@ -57,4 +58,31 @@ test("a relative path, read from the configured cwd: the absolute folder the ser
   const seen = await allowedDirectories(dir, `./${SECRET}/`, { cwd: dir });
   expect(seen).toContain("[redacted]");
   expect(seen).not.toContain(SECRET);
+});
+
+test.each([
+  ["with a final slash", `${SECRET}/`],
+  ["with a '.' segment", `${SECRET}/.`],
+  ["with a doubled slash", `${SECRET}//`],
+])("a relative path not starting with './' %s, read from the configured cwd: the folder the server lists is redacted", async (_label, value) => {
+  const dir = await realpath(await makeTempDir("mcp-arg-secrets-"));
+  await mkdir(path.join(dir, SECRET));
+  const seen = await allowedDirectories(dir, value, { cwd: dir });
+  expect(seen).toContain("[redacted]");
+  expect(seen).not.toContain(SECRET);
+});
+
+test("a per-process link ('/proc/self/cwd') is not followed in this process: the harness's own folder is not blanked", async () => {
+  const dir = await makeTempDir("mcp-arg-secrets-");
+  const launch = stdioFixture({ toolNames: ["echo"] });
+  const configPath = await writeConfig(dir, {
+    mcpServers: { fx: { type: "stdio", ...launch, env: { ...launch.env, LOG_DIR: "${D}" } } },
+  });
+  const toolkit = createMcpToolkit({ configPath, env: { D: "/proc/self/cwd" }, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-arg-secrets-data-") });
+  toolkits.push(toolkit);
+  const shown = path.join(process.cwd(), "README.md");
+  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "fx_echo", { text: shown }, { configurable: { thread_id: "t" } });
+  expect(message.status).toBe("success");
+  expect(seenByModel(message)).toContain(shown);
+  expect(seenByModel(message)).not.toContain("[redacted]");
 });

@@ -119,3 +119,25 @@ describe("a listing refused with an HTTP status and a JSON body", () => {
     }
   });
 });
+
+describe("a listing an SSE server refuses with an empty body", () => {
+  test("discovery's warning names the status and says the body was empty", async () => {
+    const sse = await startSseFixture({ name: "legacy", toolNames: ["echo"] });
+    const front = await startProxy(sse.url);
+    front.rule = (r: ProxiedRequest) => (r.rpcMethod === "tools/list" ? { status: 401, body: "", contentType: "application/json" } : undefined);
+    const logger = new RecordingLogger();
+    const configPath = await writeConfig(await makeTempDir("mcp-refusal-status-"), {
+      mcpServers: { legacy: { type: "sse", url: front.url(new URL(sse.url).pathname) } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger });
+    try {
+      expect(await toolkit.getTools()).toEqual([]);
+      const warning = logger.messages("warn").find((m) => m.startsWith("Skipping MCP server 'legacy'"));
+      expect(warning).toMatch(/Error POSTing to endpoint \(HTTP 401\) with an empty body$/);
+    } finally {
+      await toolkit.close();
+      await front.close();
+      await sse.close();
+    }
+  });
+});
