@@ -1,8 +1,7 @@
 import * as nodePath from "node:path";
 import type { z } from "zod";
 import { headerNameProblem, headerValueProblem, invalidHeaderMessage } from "../shared/headers";
-import { realFolderPath } from "../shared/data-dir";
-import { resolvedPathSecrets } from "./path-secrets";
+import { cwdSecrets, resolvedPathSecrets } from "./path-secrets";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { resolveEnvReferences } from "./env";
 import { ConfigReadError, ConfigValidationError, formatIssuePath, shownKey, type ConfigIssue } from "./errors";
@@ -93,26 +92,15 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
   const config = result.data;
   const base = nodePath.dirname(path);
   for (const [name, server] of Object.entries(config.mcpServers)) {
-    if (server.cwd !== undefined && server.cwd !== "") {
-      const written = server.cwd;
-      const cwd = nodePath.resolve(base, written);
-      // An absolute one is spawned as written; the child's working folder (`process.cwd()`) is normalized all the same.
-      if (!nodePath.isAbsolute(written)) config.mcpServers[name] = { ...server, cwd };
-      // Resolving normalizes a `$VAR` value in it (`./s3cr3t`, `s3cr3t/`, `/srv//s3cr3t`) out of the form redaction looks
-      // for: the whole path is then a secret of the server, or what is left of that value would show where the path does;
-      // so is its real path, which the child's working folder is (reached through a link, the kernel reading an absolute
-      // one's `..` after it where `resolve` drops it as text), when that no longer holds the value either.
-      const secrets = envSecrets[name] as string[] | undefined;
-      if (secrets?.some((secret) => written.includes(secret))) {
-        const real = realFolderPath(nodePath.isAbsolute(written) ? written : cwd);
-        const hides = (form: string) => secrets.some((secret) => written.includes(secret) && !form.includes(secret));
-        secrets.push(...[...new Set([cwd, real])].filter(hides));
-      }
-    }
-  }
-  for (const [name, server] of Object.entries(config.mcpServers)) {
     const secrets = envSecrets[name] as string[] | undefined;
-    if (server.type === "stdio" && secrets) secrets.push(...resolvedPathSecrets(secrets, server.cwd || undefined));
+    if (server.cwd !== undefined && server.cwd !== "") {
+      const cwd = nodePath.resolve(base, server.cwd);
+      if (secrets) secrets.push(...cwdSecrets(server.cwd, cwd, secrets));
+      // An absolute one is spawned as written.
+      if (!nodePath.isAbsolute(server.cwd)) config.mcpServers[name] = { ...server, cwd };
+    }
+    const resolved = config.mcpServers[name];
+    if (resolved.type === "stdio" && secrets) secrets.push(...resolvedPathSecrets(secrets, resolved.cwd || undefined));
   }
 
   for (const entry of skipped) logger.warn(entry.reason);
