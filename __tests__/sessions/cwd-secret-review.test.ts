@@ -18,21 +18,35 @@ afterAll(async () => {
 
 const SECRET = "tenant-s3cr3t-7c1e";
 
+/** A config whose one server answers its cwd (`where`), launched in `cwd`. */
+function whereConfig(dir: string, cwd: string): Promise<string> {
+  return writeConfig(dir, { mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd } } });
+}
+
+/** What the model and the log are shown of the server's `where` call, with `TENANT_DIR` set to `value`. */
+async function whereShown(configPath: string, value: string): Promise<{ seen: string; logged: string[] }> {
+  const logger = new RecordingLogger();
+  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: value }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
+  toolkits.push(toolkit);
+  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
+  expect(message.status).toBe("success");
+  return { seen: seenByModel(message), logged: logger.messages() };
+}
+
+/** The answer names the cwd, and neither it nor the log holds the secret. */
+function expectHidden({ seen, logged }: { seen: string; logged: string[] }): void {
+  expect(seen).toContain("cwd");
+  expect(seen).not.toContain(SECRET);
+  for (const line of logged) expect(line).not.toContain(SECRET);
+}
+
 /** `viaLink`: the config's folder is reached through a symbolic link, as the child's `process.cwd()` is not. */
 async function whereSeen(cwd: string, value: (dir: string) => string, viaLink = false): Promise<{ seen: string; logged: string[] }> {
   const real = await realpath(await makeTempDir("mcp-cwd-secret-review-"));
   await mkdir(path.join(real, SECRET, "work"), { recursive: true });
   const dir = viaLink ? path.join(await realpath(await makeTempDir("mcp-cwd-secret-review-link-")), "cfg") : real;
   if (viaLink) await symlink(real, dir);
-  const configPath = await writeConfig(dir, {
-    mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd } },
-  });
-  const logger = new RecordingLogger();
-  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: value(dir) }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
-  toolkits.push(toolkit);
-  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
-  expect(message.status).toBe("success");
-  return { seen: seenByModel(message), logged: logger.messages() };
+  return whereShown(await whereConfig(dir, cwd), value(dir));
 }
 
 describe("an existing absolute cwd from a $VAR holding a secret, in a form the child's cwd normalizes", () => {
@@ -42,10 +56,7 @@ describe("an existing absolute cwd from a $VAR holding a secret, in a form the c
     ["with a '.' segment", "${TENANT_DIR}", (dir: string) => `${dir}/./${SECRET}`],
     ["with a trailing slash, inside a longer cwd", "${TENANT_DIR}/work", (dir: string) => `${dir}/${SECRET}/`],
   ])("%s: a server answering its cwd shows the model no part of the secret", async (_label, cwd, value) => {
-    const { seen, logged } = await whereSeen(cwd, value);
-    expect(seen).toContain("cwd");
-    expect(seen).not.toContain(SECRET);
-    for (const line of logged) expect(line).not.toContain(SECRET);
+    expectHidden(await whereSeen(cwd, value));
   });
 
   test("an absolute value already normalized stays redacted as it is (no whole-path secret needed)", async () => {
@@ -57,10 +68,7 @@ describe("an existing absolute cwd from a $VAR holding a secret, in a form the c
     ["relative, with a leading ./ and a trailing slash", "${TENANT_DIR}", () => `./${SECRET}/`],
     ["absolute, with a trailing slash", "${TENANT_DIR}", (dir: string) => `${dir}/${SECRET}/`],
   ])("%s, the config's folder reached through a link: the child's real cwd shows no part of the secret", async (_label, cwd, value) => {
-    const { seen, logged } = await whereSeen(cwd, value, true);
-    expect(seen).toContain("cwd");
-    expect(seen).not.toContain(SECRET);
-    for (const line of logged) expect(line).not.toContain(SECRET);
+    expectHidden(await whereSeen(cwd, value, true));
   });
 });
 
@@ -70,18 +78,8 @@ test("an absolute cwd from a $VAR with '..' after a link: the child's working fo
   await mkdir(path.join(elsewhere, "sub"));
   await mkdir(path.join(elsewhere, SECRET));
   await symlink(path.join(elsewhere, "sub"), path.join(config, "link"));
-  const configPath = await writeConfig(config, {
-    mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd: "${TENANT_DIR}" } },
-  });
-  const logger = new RecordingLogger();
-  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: `${config}/link/../${SECRET}` }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
-  toolkits.push(toolkit);
-  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
-  expect(message.status).toBe("success");
-  const seen = seenByModel(message);
-  expect(seen).toContain("cwd");
-  expect(seen).not.toContain(SECRET);
-  for (const line of logger.messages()) expect(line).not.toContain(SECRET);
+  const configPath = await whereConfig(config, "${TENANT_DIR}");
+  expectHidden(await whereShown(configPath, `${config}/link/../${SECRET}`));
 });
 
 test("an absolute cwd from a $VAR already normalized, through a link: the child's real working folder shows no part of the secret", async () => {
@@ -89,16 +87,6 @@ test("an absolute cwd from a $VAR already normalized, through a link: the child'
   await mkdir(path.join(real, SECRET));
   const link = path.join(await realpath(await makeTempDir("mcp-cwd-secret-review-link-")), "tenants");
   await symlink(real, link);
-  const configPath = await writeConfig(real, {
-    mcpServers: { hidden: { type: "stdio", ...stdioFixture({ name: "hidden", toolNames: ["where"] }), cwd: "${TENANT_DIR}" } },
-  });
-  const logger = new RecordingLogger();
-  const toolkit = createMcpToolkit({ configPath, env: { TENANT_DIR: `${link}/${SECRET}` }, logger, dataDir: await makeTempDir("mcp-cwd-secret-review-data-") });
-  toolkits.push(toolkit);
-  const message = await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "hidden_where", {}, { configurable: { thread_id: "t-where" } });
-  expect(message.status).toBe("success");
-  const seen = seenByModel(message);
-  expect(seen).toContain("cwd");
-  expect(seen).not.toContain(SECRET);
-  for (const line of logger.messages()) expect(line).not.toContain(SECRET);
+  const configPath = await whereConfig(real, "${TENANT_DIR}");
+  expectHidden(await whereShown(configPath, `${link}/${SECRET}`));
 });

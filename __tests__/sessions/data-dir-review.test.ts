@@ -17,12 +17,17 @@ afterAll(async () => {
   await Promise.all(toolkits.map((t) => t.close()));
 });
 
-test("a reload after the data dir's link was pointed elsewhere keeps a thread's workspace where its files are", async () => {
+/**
+ * A thread writes a.txt with the data dir a link to `first`, the operator points the link to `second` (atomically, as a
+ * deploy does), the config changes (a reload, a new pool), and the thread writes b.txt: both must be in `first`.
+ * `linkFirst`: when the link to `first` is made, before or after the toolkit.
+ */
+async function writesAcrossRepoint(linkFirst: "before" | "after", thread: string): Promise<void> {
   const base = await realpath(await makeTempDir("mcp-data-dir-review-"));
   const [first, second] = [path.join(base, "first"), path.join(base, "second")];
   await Promise.all([mkdir(first), mkdir(second)]);
   const link = path.join(base, "data");
-  await symlink(first, link);
+  if (linkFirst === "before") await symlink(first, link);
   const cfgDir = await makeTempDir("mcp-data-dir-review-cfg-");
   const config = (description: string) => ({
     mcpServers: { files: { type: "stdio", description, ...stdioFixture({ name: "files", toolNames: ["write_file"] }) } },
@@ -30,20 +35,22 @@ test("a reload after the data dir's link was pointed elsewhere keeps a thread's 
   const configPath = await writeConfig(cfgDir, config("before"));
   const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: link });
   toolkits.push(toolkit);
-  const thread = { configurable: { thread_id: "t-moved" } };
-  const workspace = (root: string) => path.join(root, "threads", "t-moved", "user-data", "workspace");
-  expect((await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "files_write_file", { path: "a.txt", content: "a" }, thread)).status).toBe("success");
-  expect(existsSync(path.join(workspace(first), "a.txt"))).toBe(true);
-  // The operator points the link elsewhere (atomically, as a deploy does), then the config changes: a reload.
+  if (linkFirst === "after") await symlink(first, link);
+  const scope = { configurable: { thread_id: thread } };
+  const workspace = path.join(first, "threads", thread, "user-data", "workspace");
+  expect((await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "files_write_file", { path: "a.txt", content: "a" }, scope)).status).toBe("success");
+  expect(existsSync(path.join(workspace, "a.txt"))).toBe(true);
   const next = path.join(base, "data.next");
   await symlink(second, next);
   await rename(next, link);
   await writeConfig(cfgDir, config("after"));
   const reloaded = toolNodeGraph(await toolkit.getTools());
-  expect((await callThroughGraph(reloaded, "files_write_file", { path: "b.txt", content: "b" }, thread)).status).toBe("success");
-  expect(existsSync(path.join(workspace(first), "b.txt"))).toBe(true);
+  expect((await callThroughGraph(reloaded, "files_write_file", { path: "b.txt", content: "b" }, scope)).status).toBe("success");
+  expect(existsSync(path.join(workspace, "b.txt"))).toBe(true);
   expect(existsSync(path.join(second, "threads"))).toBe(false);
-});
+}
+
+test("a reload after the data dir's link was pointed elsewhere keeps a thread's workspace where its files are", () => writesAcrossRepoint("before", "t-moved"));
 
 test("a data dir not made yet, behind a link, under names a URL escapes: results name /mnt/user-data, and an unused thread's folder goes at close", async () => {
   const base = await realpath(await makeTempDir("mcp-data-dir-review-"));
@@ -72,30 +79,4 @@ test("a data dir not made yet, behind a link, under names a URL escapes: results
   expect(existsSync(path.join(threads, "t-unused"))).toBe(false);
 });
 
-test("a data dir made as a link only after the toolkit was: a reload after the link was pointed elsewhere keeps a thread's workspace where its files are", async () => {
-  const base = await realpath(await makeTempDir("mcp-data-dir-review-"));
-  const [first, second] = [path.join(base, "first"), path.join(base, "second")];
-  await Promise.all([mkdir(first), mkdir(second)]);
-  const link = path.join(base, "data");
-  const cfgDir = await makeTempDir("mcp-data-dir-review-cfg-");
-  const config = (description: string) => ({
-    mcpServers: { files: { type: "stdio", description, ...stdioFixture({ name: "files", toolNames: ["write_file"] }) } },
-  });
-  const configPath = await writeConfig(cfgDir, config("before"));
-  // Made before the deploy that creates its data dir's link.
-  const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: link });
-  toolkits.push(toolkit);
-  await symlink(first, link);
-  const thread = { configurable: { thread_id: "t-late" } };
-  const workspace = (root: string) => path.join(root, "threads", "t-late", "user-data", "workspace");
-  expect((await callThroughGraph(toolNodeGraph(await toolkit.getTools()), "files_write_file", { path: "a.txt", content: "a" }, thread)).status).toBe("success");
-  expect(existsSync(path.join(workspace(first), "a.txt"))).toBe(true);
-  const next = path.join(base, "data.next");
-  await symlink(second, next);
-  await rename(next, link);
-  await writeConfig(cfgDir, config("after"));
-  const reloaded = toolNodeGraph(await toolkit.getTools());
-  expect((await callThroughGraph(reloaded, "files_write_file", { path: "b.txt", content: "b" }, thread)).status).toBe("success");
-  expect(existsSync(path.join(workspace(first), "b.txt"))).toBe(true);
-  expect(existsSync(path.join(second, "threads"))).toBe(false);
-});
+test("a data dir made as a link only after the toolkit was: a reload after the link was pointed elsewhere keeps a thread's workspace where its files are", () => writesAcrossRepoint("after", "t-late"));
