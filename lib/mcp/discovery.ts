@@ -220,9 +220,9 @@ export async function discoverServer(
     };
     // Listing is idempotent: a session the server forgot (HTTP 404 on its id, a listing whose stream ended
     // unanswered or whose connection was cut before its answer was read, an SSE session whose event stream ended:
-    // it was closed with it; a gateway's session whose stdio process died) is re-initialized once, under the same bound. A 404 to `initialize` itself (a wrong
-    // URL) is no expired session: it is not asked again. An OAuth token the server refuses (HTTP 401) is replaced
-    // once, and the listing asked again.
+    // it was closed with it; a gateway's session whose stdio process died) is re-initialized once, under the same
+    // bound. A 404 to `initialize` itself (a wrong URL) is no expired session: it is not asked again. An OAuth token
+    // the server refuses (HTTP 401) is replaced once, and the listing asked again.
     let reinitialized = false;
     let renewed = false;
     for (;;) {

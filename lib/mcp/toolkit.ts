@@ -313,10 +313,11 @@ export class McpToolkit {
     this.logger = options.logger ?? consoleLogger;
     this.interceptors = [...(options.interceptors ?? [])];
     this.oauth = new OAuthTokenManager(options.oauth);
-    // Resolved once for the toolkit's life: a reload's pool resolving a link pointed elsewhere meanwhile would move every
-    // thread's workspace away from its files.
-    this.dataDir = realFolderPath(resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd }));
-    this.dataDirSettled = existsSync(this.dataDir);
+    // Resolved once for the toolkit's life (now, when it exists): a reload's pool resolving a link pointed elsewhere
+    // meanwhile would move every thread's workspace away from its files.
+    this.dataDir = resolveDataDir({ dataDir: options.dataDir, env: options.env, cwd: options.cwd });
+    this.dataDirSettled = false;
+    this.settledDataDir();
     options.taskRuntime?.attach(this);
   }
 
