@@ -467,6 +467,34 @@ describe("children that die, calls that fail", () => {
     }
   });
 
+  test("an interceptor that sends the call again after its child closed: the text counts the sends, never says 'not sent again'", async () => {
+    const configPath = await writeConfig(await makeTempDir("mcp-scopes-resend-"), {
+      mcpServers: { mute: { type: "stdio", command: "bash", args: [path.join(__dirname, "..", "fixtures", "sh-server.sh")], tool_call_timeout: 600 } },
+    });
+    let attempts = 0;
+    const retryOnce: McpToolInterceptor = async (request, next) => {
+      attempts += 1;
+      try {
+        return await next(request);
+      } catch {
+        attempts += 1;
+        return await next(request);
+      }
+    };
+    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-scopes-resend-data-"), interceptors: [retryOnce] });
+    try {
+      const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "mute_close_stdout", {}, scope("gina", "resend"));
+      expect(attempts).toBe(2);
+      expect(message.status).toBe("error");
+      expect(message.content).toBe(
+        "MCP tool 'close_stdout' on server 'mute' failed: the connection to the server closed before it answered (its process ended or " +
+          "closed its output). The call was sent 2 times (an interceptor sent it again) and not after this failure; a new session serves the next call.",
+      );
+    } finally {
+      await own.close();
+    }
+  });
+
   test("killed between calls: the next call runs on a new child", async () => {
     const first = await pid(scope("frank", "kill-between"));
     process.kill(first, "SIGKILL");

@@ -29,6 +29,8 @@ export class CallDeadline extends Deadline {
   private readonly bounded: boolean;
   /** Whether the server answered an attempt. */
   private answered = false;
+  /** How many requests were handed a live signal: more than one when an interceptor sent the call again. */
+  private sent = 0;
   private starting = 0;
   /**
    * The requests in flight, each with a signal of its own rather than the call's: the SDK never removes a request's
@@ -72,12 +74,18 @@ export class CallDeadline extends Deadline {
   /** A request is sent: the signal to hand it (aborted already when the call ended, so nothing is sent). */
   beginSend(): AbortSignal {
     if (this.controller.signal.aborted) return this.controller.signal;
+    this.sent++;
     // The count another attempt's start held off now bounds this request: it gets a full one, as after a start.
     if (this.starting > 0 && !this.counting()) this.extend();
     const request = new AbortController();
     if (this.inFlight === undefined) this.inFlight = request;
     else (this.others ??= new Set()).add(request);
     return request.signal;
+  }
+
+  /** How many times the call was sent so far (every attempt an interceptor sent through `next`). */
+  get sends(): number {
+    return this.sent;
   }
 
   /** The request `beginSend` gave `signal` to is over. */

@@ -96,40 +96,49 @@ export function callDeadlineLimits(server: McpServerConfig): { timeoutMs: number
   };
 }
 
-function expiredText(record: McpToolRecord, status: 400 | 404): string {
+/**
+ * How a call that failed once it may have reached the server ends its text: the harness never sends it again, and a
+ * retrying interceptor's attempts are counted, so the model is not told "not sent again" of a call sent twice.
+ */
+function notResentText(sends: number): string {
+  const sent = sends > 1 ? `The call was sent ${sends} times (an interceptor sent it again) and not after this failure` : "The call was not sent again";
+  return `${sent}; a new session serves the next call.`;
+}
+
+function expiredText(record: McpToolRecord, status: 400 | 404, sends: number): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
-    `(HTTP ${status}: it expired or the server restarted). The call was not sent again; a new session serves the next call.`
+    `(HTTP ${status}: it expired or the server restarted). ${notResentText(sends)}`
   );
 }
 
-function lostText(record: McpToolRecord): string {
+function lostText(record: McpToolRecord, sends: number): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server ended the call's response stream without ` +
-    "an answer (it restarted, expired the session or dropped the call). The call was not sent again; a new session serves the next call."
+    `an answer (it restarted, expired the session or dropped the call). ${notResentText(sends)}`
   );
 }
 
-function droppedText(record: McpToolRecord): string {
+function droppedText(record: McpToolRecord, sends: number): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server closed the connection before it answered ` +
-    "(it restarted or dropped the call). The call was not sent again; a new session serves the next call."
+    `(it restarted or dropped the call). ${notResentText(sends)}`
   );
 }
 
-function closedText(record: McpToolRecord, stdio: boolean): string {
+function closedText(record: McpToolRecord, stdio: boolean, sends: number): string {
   const how = stdio ? "its process ended or closed its output" : "it ended the session's event stream";
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the connection to the server closed before it answered ` +
-    `(${how}). The call was not sent again; a new session serves the next call.`
+    `(${how}). ${notResentText(sends)}`
   );
 }
 
 /** supergateway's -32603 "MCP server process failed" (see `isGatewayProcessFailed`): its text is fixed, quoted as it is. */
-function processFailedText(record: McpToolRecord): string {
+function processFailedText(record: McpToolRecord, sends: number): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server's process failed during the call (its gateway ` +
-    `answered "MCP server process failed" and dropped the session). The call was not sent again; a new session serves the next call.`
+    `answered "MCP server process failed" and dropped the session). ${notResentText(sends)}`
   );
 }
 
@@ -379,24 +388,24 @@ function sendToServer(
       if (!stdio && isExpiredSession(err, lease.session.client.transport)) {
         // The server does not know this session any more: a new one serves the next call; this one is not re-sent.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(expiredText(record, expiredStatus(err))));
+        throw ownText(new McpToolCallError(expiredText(record, expiredStatus(err), deadline.sends)));
       }
       if (isConnectionClosed(err)) {
         // Not the toolkit's close (above): the child exited, or the server ended an SSE session's stream. The pool
         // dropped the session as it closed; dropped here too should its close not have been reported yet.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(closedText(record, stdio)));
+        throw ownText(new McpToolCallError(closedText(record, stdio, deadline.sends)));
       }
       if (!stdio && isLostCall(err)) {
         // Most likely the server restarted: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(lostText(record)));
+        throw ownText(new McpToolCallError(lostText(record, deadline.sends)));
       }
       if (!stdio && isGatewayProcessFailed(err, lease.session.client.transport)) {
         // The gateway's stdio process died and the gateway dropped the session with it: the next call starts a new
         // session rather than meet the 404 first.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(processFailedText(record)));
+        throw ownText(new McpToolCallError(processFailedText(record, deadline.sends)));
       }
       if (!stdio && isUnauthorized(err)) {
         // Its credentials were refused (a revoked token): no call with them will go through, so the session is ended
@@ -407,7 +416,7 @@ function sendToServer(
       if (!stdio && isDroppedConnection(err)) {
         // As a lost call: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
-        throw ownText(new McpToolCallError(droppedText(record)));
+        throw ownText(new McpToolCallError(droppedText(record, deadline.sends)));
       }
       throw err;
     } finally {
