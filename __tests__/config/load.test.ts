@@ -274,6 +274,37 @@ describe("loadExtensionsConfig", () => {
       expect(loaded.config.mcpServers.off?.enabled).toBe(false);
     });
 
+    describe("in a URL's user info", () => {
+      const reason = (name: string, where: string, variable: string) =>
+        `MCP server '${name}': ${where} puts \${${variable}} into a URL's user info, and the value holds '/', '?' or '#', ` +
+        "which end the user info there (the rest would be read as host, path or query); percent-encode the value; not starting it";
+
+      it.each([
+        ["a slash (in args)", "p@ss/w:rd%", "stdio", { command: "node", args: ["server.js", "postgresql://app:${DB_PASSWORD}@db:5432/app"] }, "mcpServers.db.args[1]"],
+        ["a question mark (in env)", "q?x=1", "stdio", { command: "node", env: { DATABASE_URL: "postgres://app:${DB_PASSWORD}@db/app" } }, "mcpServers.db.env.DATABASE_URL"],
+        ["a hash (in the url, as the user)", "ab#cd", "http", { type: "http", url: "https://${DB_PASSWORD}:x-oauth-basic@api.example.com/mcp" }, "mcpServers.db.url"],
+      ])("a value with %s is refused: the server is skipped naming field and variable, never the value", async (_what, value, transport, server, where) => {
+        const loaded = await load({ mcpServers: { db: server, other: { command: "npx" } } }, { DB_PASSWORD: value });
+        expect(Object.keys(loaded.config.mcpServers)).toEqual(["other"]);
+        expect(loaded.skipped).toEqual([{ server: "db", transport, reason: reason("db", where, "DB_PASSWORD") }]);
+        expect(logger.messages("warn")).toEqual([reason("db", where, "DB_PASSWORD")]);
+        expect(JSON.stringify(logger.lines)).not.toContain(value);
+      });
+
+      it.each([
+        ["percent-encoded", "p%40ss%2Fw%3Ard%25", "postgresql://app:${DB_PASSWORD}@db/app"],
+        ["holding only '@' and ':', which every URL parser takes up to the last '@'", "p@ss:word", "postgresql://app:${DB_PASSWORD}@db/app"],
+        ["in the path", "a/b?c#d", "https://api.example.com/${DB_PASSWORD}/x"],
+        ["in the host, no user info", "a/b", "postgresql://${DB_PASSWORD}/app"],
+        ["written as a literal $${…}", "a/b", "postgresql://app:$${DB_PASSWORD}@db/app"],
+        ["the whole URL", "postgresql://app:p%2Fw@db/app", "${DB_PASSWORD}"],
+      ])("a value %s loads", async (_what, value, url) => {
+        const loaded = await load({ mcpServers: { db: { command: "node", args: [url] } } }, { DB_PASSWORD: value });
+        expect(loaded.skipped).toEqual([]);
+        expect(Object.keys(loaded.config.mcpServers)).toEqual(["db"]);
+      });
+    });
+
     it("skips before validating, so a skipped server's other errors are not fatal", async () => {
       const loaded = await load({ mcpServers: { a: { command: "$UNSET_CMD", args: [1] }, b: { command: "npx" } } });
       expect(loaded.skipped.map((s) => s.server)).toEqual(["a"]);

@@ -39,6 +39,15 @@ describe("Redactor", () => {
     }
   });
 
+  test("blanks a secret with quotes as Node's util.inspect and Python's repr quote it (\\', nested too)", () => {
+    // Holding ', " and `, util.inspect quotes with ' and escapes it; Python's repr does so for ' and " alone.
+    const secret = "a\"b'c`d-S3cret";
+    for (const shown of [inspect(secret), "'a\"b\\'c`d-S3cret'"]) {
+      expect(Redactor.of([secret]).text(`Received ${shown}`)).toBe(`Received '${REDACTED}'`);
+    }
+    expect(Redactor.of([secret]).text(inspect(inspect(secret)))).toBe(`'\\'${REDACTED}\\''`);
+  });
+
   test.each([0, 1, 2, 3, 4, 5])("blanks a base64 echo with the secret at byte offset %i, in both alphabets", (offset) => {
     const secret = "sk-base64-?>~secret";
     const blob = Buffer.from(`${"u".repeat(offset)}${secret}:tail`);

@@ -19,6 +19,7 @@ import {
   type McpTransportType,
 } from "./schema";
 import { readSignedFile, type ConfigSignature } from "./signature";
+import { userInfoReferenceProblem } from "./url-user-info";
 
 export interface LoadExtensionsConfigOptions {
   configPath?: string;
@@ -56,8 +57,9 @@ export interface LoadedExtensionsConfig {
 
 /**
  * Reads, `$VAR`-resolves and validates the extensions config (SPEC §2). An enabled server that
- * references an unset variable, or lacks the `command`/`url` its transport needs, is skipped with a
- * warning while the others load; anything else invalid throws a `ConfigValidationError`.
+ * references an unset variable, puts a value into a URL's user info that would end it there, or lacks the
+ * `command`/`url` its transport needs, is skipped with a warning while the others load; anything else invalid throws a
+ * `ConfigValidationError`.
  */
 export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {}): Promise<LoadedExtensionsConfig> {
   const env = opts.env ?? process.env;
@@ -143,7 +145,7 @@ function prepareServers(
       continue;
     }
     const resolved = laxServer(value) as Record<string, unknown>;
-    const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved);
+    const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved) ?? userInfoReferenceProblem(name, server, env);
     if (problem !== null) {
       skipped.push({ server: name, transport: transportOf(resolved), reason: problem });
       continue;

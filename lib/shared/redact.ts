@@ -443,6 +443,8 @@ function charPattern(ch: string, first = false): string {
   forms.push(escape + units.map((unit) => `\\\\+u${hexPattern(unit, 4)}`).join(""));
   const short = JSON_SHORT_ESCAPES[ch];
   if (short !== undefined) forms.push(escape + (ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`));
+  // A quote as util.inspect and Python's repr escape it inside '…' (a value holding both kinds of quote: `'a"b\'c'`).
+  if (ch === "'") forms.push(`${escape}\\\\+'`);
   // A control character as Node's util.inspect (an error quoting a value: `'tok\x00en'`) and Python's repr write it.
   if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) forms.push(`${escape}\\\\+x${hexPattern(cp, 2)}`);
   // A line break may come back as CRLF (a Windows or MIME server), raw or JSON-escaped.
