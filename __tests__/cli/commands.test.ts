@@ -164,7 +164,7 @@ describe("mcp-harness check", () => {
     const errors = linesOf(out.stderr).filter((l) => l.startsWith("error: "));
     expect(errors).toEqual([
       "error: server 'ghost' (stdio) cannot start: spawn mcp-harness-no-such-command-xyz ENOENT",
-      expect.stringMatching(/^error: server 'exits' \(stdio\) cannot start: .*Connection closed/),
+      "error: server 'exits' (stdio) cannot start: the stdio MCP server 'exits' exited with code 1 before its MCP session started (its stderr lines are in the debug log)",
       expect.stringMatching(/^error: server 'unreachable' \(http\) cannot start: fetch failed \(.*ECONNREFUSED/),
       "error: server 'hangs' (stdio) cannot start: timed out after 0.5s",
       expect.stringMatching(/^error: interceptor '\.\/interceptors\/missing\.js:build' cannot be used: the module cannot be resolved: Cannot find module '\.\/interceptors\/missing\.js'/),
@@ -200,7 +200,9 @@ describe("mcp-harness check", () => {
     const file = await brokenConfig(dir);
     const tty = io({ interactive: true });
     expect(await runCli(["check", file], tty)).toBe(1);
-    const progress = withoutPolicyWarnings(linesOf(tty.stderr)).filter((l) => !l.startsWith("error: "));
+    // Not the failures, nor the stderr a failed stdio server wrote (its header line and its `  | ` lines).
+    const progressOf = (stderr: string[]) => withoutPolicyWarnings(linesOf(stderr)).filter((l) => !l.startsWith("error: ") && !l.startsWith("server '") && !l.startsWith("  | "));
+    const progress = progressOf(tty.stderr);
     expect(progress[0]).toBe("checking 5 enabled server(s)…");
     expect(progress.slice(1).map((l) => l.replace(/^ {2}\[\d\/5\] /, "")).sort()).toEqual([
       "exits (stdio): failed",
@@ -213,7 +215,7 @@ describe("mcp-harness check", () => {
 
     const pipe = io({ interactive: false });
     await runCli(["check", file], pipe);
-    expect(withoutPolicyWarnings(linesOf(pipe.stderr)).filter((l) => !l.startsWith("error: "))).toEqual([]);
+    expect(progressOf(pipe.stderr)).toEqual([]);
     const json = io({ interactive: true });
     await runCli(["check", file, "--json"], json);
     expect(json.stderr).toEqual([]);

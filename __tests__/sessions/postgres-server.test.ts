@@ -121,7 +121,10 @@ describePg("@modelcontextprotocol/server-postgres 0.6.2 (MCP SDK 1.0.1) over std
       expect(tool.schema).toEqual({ type: "object", properties: { sql: { type: "string" } } });
       expect(tool.metadata?.mcp).toEqual({ server: "pg", rawName: "query", transport: "stdio" });
       for (const name of ["pg_badurl", "pg_badurl_quoted"]) {
-        expect(logger.messages("warn")).toContain(`Skipping MCP server '${name}' after tool discovery failed: MCP error -32000: Connection closed`);
+        expect(logger.messages("warn")).toContain(
+          `Skipping MCP server '${name}' after tool discovery failed: the stdio MCP server '${name}' exited with code 1 before its MCP session ` +
+            "started (its stderr lines are in the debug log)",
+        );
       }
     });
 

@@ -21,8 +21,13 @@ interface ServerReport {
   /** Tools listed, when the server was tried and started. */
   tools?: number;
   reason?: string;
+  /** A stdio server that failed: the last lines it wrote to stderr (its secrets redacted), oldest first. */
+  stderr?: string[];
   routing: McpRouting | null;
 }
+
+/** How many of a failed stdio server's last stderr lines `check` shows. */
+const STDERR_LINES_SHOWN = 10;
 
 interface InterceptorReport {
   spec: string;
@@ -113,14 +118,27 @@ async function taskToolsetsProblem(loaded: LoadedExtensionsConfig, io: CliIo): P
   }
 }
 
+/**
+ * The last lines each stdio server wrote to stderr, as the session pool logs them (scrubbed of the server's secrets,
+ * escaped and bounded): a server that exits at startup usually says why there.
+ */
+function stderrLines(logger: RecordingLogger, server: string): string[] {
+  const prefix = `MCP server '${server}' stderr: `;
+  return logger
+    .messages("debug")
+    .filter((message) => message.startsWith(prefix))
+    .slice(-STDERR_LINES_SHOWN)
+    .map((message) => message.slice(prefix.length));
+}
+
 /** Tries every enabled server; on a terminal, one progress line per server as it finishes. */
-async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress: boolean): Promise<Map<string, ServerProbe>> {
+async function checkServers(loaded: LoadedExtensionsConfig, io: CliIo, progress: boolean, logger: RecordingLogger): Promise<Map<string, ServerProbe>> {
   const enabled = Object.values(loaded.config.mcpServers).filter((s) => s.enabled).length;
   if (enabled === 0) return new Map();
   let done = 0;
   if (progress) io.err(`checking ${enabled} enabled server(s)…`);
   const probes = await probeServers(loaded, {
-    logger: new RecordingLogger(),
+    logger,
     dataDir: resolveDataDir({ env: io.env, cwd: io.cwd }),
     onResult: (probe) => {
       done += 1;
@@ -171,17 +189,18 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
   const specs = interceptorSpecs(loaded.config.mcpInterceptors);
   const progress = Boolean(io.interactive) && !json && !offline;
   const settingsProblem = taskSettingsProblem(loaded);
+  const probeLog = new RecordingLogger();
   const [probes, interceptors, toolsetsProblem] = offline
     ? [new Map<string, ServerProbe>(), specs.map((spec): InterceptorReport => ({ spec, status: "unchecked" })), null]
     : await Promise.all([
-        checkServers(loaded, io, progress),
+        checkServers(loaded, io, progress, probeLog),
         checkInterceptors(specs, loaded.path),
         settingsProblem === null ? taskToolsetsProblem(loaded, io) : null,
       ]);
 
   const servers: ServerReport[] = Object.entries(loaded.config.mcpServers).map(([name, server]) => {
     const routing = { ...server.routing, keywords: [...server.routing.keywords] };
-    const entry = (status: ServerStatus, extra: { tools?: number; reason?: string } = {}): ServerReport => ({
+    const entry = (status: ServerStatus, extra: { tools?: number; reason?: string; stderr?: string[] } = {}): ServerReport => ({
       name,
       transport: server.type,
       enabled: server.enabled,
@@ -193,7 +212,8 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
     const probe = probes.get(name);
     if (!probe) return entry("unchecked");
     if (probe.ok) return entry("ok", { tools: probe.tools });
-    return entry("failed", { reason: probe.reason ?? "failed" });
+    const stderr = server.type === "stdio" ? stderrLines(probeLog, name) : [];
+    return entry("failed", { reason: probe.reason ?? "failed", ...(stderr.length > 0 ? { stderr } : {}) });
   });
   for (const skipped of loaded.skipped) {
     servers.push({
@@ -241,6 +261,11 @@ export async function checkCommand(args: readonly string[], io: CliIo): Promise<
   }
   for (const warning of warnings) io.err(`warning: ${warning}`);
   for (const failure of failures) io.err(`error: ${failure}`);
+  for (const server of servers) {
+    if (!server.stderr) continue;
+    io.err(`server '${server.name}' wrote to stderr (last ${server.stderr.length} line(s)):`);
+    for (const line of server.stderr) io.err(`  | ${line}`);
+  }
   if (ok) io.out(offline ? "config OK (offline: servers and interceptors were not tried)" : "config OK");
   else io.out(`check failed: ${failures.length} problem(s)`);
   return ok ? 0 : 1;

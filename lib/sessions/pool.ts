@@ -7,7 +7,7 @@ import type { Logger } from "../shared/logger";
 import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
-import { noteExpiredWhileStarting } from "./expired";
+import { isConnectionClosed, noteExpiredWhileStarting } from "./expired";
 import { DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
@@ -15,7 +15,7 @@ import { WorkspaceScanner } from "./changes";
 import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
-import { withCwdCause } from "./start-failure";
+import { exitedBeforeStart, withCwdCause } from "./start-failure";
 import { realFolderPath } from "../shared/data-dir";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -645,7 +645,10 @@ export class SessionPool {
       await client.close().catch(() => undefined);
       // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
       // and for what it started.
-      if (child) this.track(exited(child).then(() => this.endLeftovers(entry)));
+      const gone = child && exited(child);
+      if (gone) this.track(gone.then(() => this.endLeftovers(entry)));
+      // The SDK says only "Connection closed" of a child that ended during the handshake: how it ended is told instead.
+      if (child && gone && isConnectionClosed(err) && !entry.creation.signal.aborted && !this.closed) throw await exitedBeforeStart(serverName, child, gone);
       // Node blames the command for a configured cwd that is missing: the folder is looked at now that the spawn failed.
       throw stdio ? await withCwdCause(serverName, server.cwd, err) : err;
     } finally {

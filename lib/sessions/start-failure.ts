@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { access, stat } from "node:fs/promises";
 
@@ -59,11 +60,36 @@ function unenterable(cwd: string): Promise<CwdProblem | undefined> {
 }
 
 /**
+ * A stdio child that ended (or closed its output) before its MCP handshake did: a server that cannot run with its
+ * configuration (bad arguments, a missing variable, a database it cannot reach) usually prints why on stderr (in the
+ * debug log) and exits. The SDK reports only `Connection closed`; this says how the child ended, naming no path or value.
+ */
+export class StdioExitError extends Error {
+  constructor(serverName: string, how: string) {
+    super(`the stdio MCP server '${serverName}' ${how} before its MCP session started (its stderr lines are in the debug log)`);
+    this.name = "StdioExitError";
+  }
+}
+
+/**
+ * How `child`, whose connection closed during the handshake, ended: waited for (a child whose output closed first
+ * may still be exiting; one that runs on is killed after `exited`'s grace, as the SDK's own close would).
+ */
+export async function exitedBeforeStart(serverName: string, child: ChildProcess, exited: Promise<void>): Promise<StdioExitError> {
+  await exited;
+  // Killed by the SDK's close or `exited`'s grace: it had closed its output and run on.
+  if (child.killed) return new StdioExitError(serverName, "closed its output");
+  if (child.exitCode !== null) return new StdioExitError(serverName, `exited with code ${child.exitCode}`);
+  return new StdioExitError(serverName, `was ended by ${child.signalCode ?? "a signal"}`);
+}
+
+/**
  * What a call shows when its stdio child could not be spawned: the server and the error code. Node's own text
  * ("spawn /home/op/bin/server ENOENT") names the command's local path, which only the operator's logs may show.
  * `undefined` for any other error.
  */
 export function startFailureText(serverName: string, err: unknown): string | undefined {
+  if (err instanceof StdioExitError) return err.message;
   const { syscall, code } = (err ?? {}) as NodeJS.ErrnoException;
   if (typeof syscall !== "string" || !syscall.startsWith("spawn")) return undefined;
   const known = err instanceof StdioCwdError ? CWD_CAUSES[err.problem] : code === undefined ? undefined : CAUSES[code];
