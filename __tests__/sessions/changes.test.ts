@@ -88,6 +88,17 @@ describe("WorkspaceScanner", () => {
     expect(changedFiles(second, await snap(scanner))).toEqual([]);
   });
 
+  test.each(WALKS)("the .git file of a worktree or submodule (a pointer to its repository) is not listed; .gitignore is: %s", async (_name, snap) => {
+    const root = await workspace();
+    const { scanner } = countingScanner(root, SETTLED);
+    const first = await snap(scanner);
+    await mkdir(path.join(root, "wt"));
+    await writeFile(path.join(root, "wt", ".git"), "gitdir: ../.git/worktrees/wt\n");
+    await writeFile(path.join(root, "wt", ".gitignore"), "*.log\n");
+    await writeFile(path.join(root, ".git"), "gitdir: elsewhere\n");
+    expect(changedFiles(first, await snap(scanner))).toEqual([path.join(root, "wt", ".gitignore")]);
+  });
+
   describe("a file rewritten in place in the same clock tick, with the same size (racy: modified just before the walk)", () => {
     /** Rewrites `file` in place (same inode) and puts its modification time back to `at`, checking the stamp held. */
     async function rewriteInTick(file: string, content: string, at: Date): Promise<void> {

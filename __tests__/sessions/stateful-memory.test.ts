@@ -16,7 +16,7 @@ import type { ToolMessage } from "@langchain/core/messages";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, seenByModel, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
-import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
+import { alive, pidsWithMarker, pidsWithMarkerAndEnv, waitUntil } from "../fixtures/processes";
 
 const INSTALLED = require.resolve("@modelcontextprotocol/server-memory/dist/index.js");
 /** The node_modules folder the installed server resolves its imports from. */
@@ -127,14 +127,7 @@ describe('the recipe: sh -c \'MEMORY_FILE_PATH="$PWD/memory.jsonl" exec "$0" "$@
 
   test("A's child killed between calls: the next call's new child reads the same graph", async () => {
     const tmp = `TMPDIR=${path.join(workspaceOf("mem-rA"), ".mcp", "tmp")}`;
-    const childrenOfA = () =>
-      pidsWithMarker(MARKER).filter((pid) => {
-        try {
-          return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(tmp);
-        } catch {
-          return false;
-        }
-      });
+    const childrenOfA = () => pidsWithMarkerAndEnv(MARKER, tmp);
     const before = childrenOfA();
     expect(before.length).toBeGreaterThan(0);
     for (const pid of before) process.kill(pid, "SIGKILL");

@@ -9,14 +9,14 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { mkdir, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
 import { removeThreadSkeleton } from "../../lib/sessions/thread-folders";
-import { threadPaths } from "../../lib/sessions/workspace";
+import { INTERNAL_GITIGNORE_TEXT, threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
@@ -111,6 +111,37 @@ describe("the empty thread folder of a session that closed", () => {
     } finally {
       busy.kill("SIGKILL");
     }
+  });
+
+  test(".mcp/.gitignore (which keeps the folder out of a repository at the workspace's root) goes with it; one a tool changed keeps it", async () => {
+    const dataDir = await makeTempDir("mcp-thread-folders-gitignore-");
+    const pool = await poolIn(dataDir);
+    await pidOf(pool, "u", "ignored");
+    const ignore = path.join(path.dirname(threadPaths(dataDir, "ignored").tmp), ".gitignore");
+    expect(await readFile(ignore, "utf8")).toBe(INTERNAL_GITIGNORE_TEXT);
+    expect((await readFile(ignore, "utf8")).split("\n")).toContain("*");
+    await pidOf(pool, "u", "edited");
+    const edited = path.join(path.dirname(threadPaths(dataDir, "edited").tmp), ".gitignore");
+    await writeFile(edited, "!notes\n");
+    await pool.close();
+    expect(existsSync(threadFolder(dataDir, "ignored"))).toBe(false);
+    expect(await readFile(edited, "utf8")).toBe("!notes\n");
+  });
+
+  test("a .mcp/.gitignore already there is never rewritten, nor written through when it is a link", async () => {
+    const dataDir = await makeTempDir("mcp-thread-folders-gitignore-kept-");
+    const outside = path.join(await makeTempDir("mcp-thread-folders-gitignore-outside-"), "target");
+    await writeFile(outside, "theirs\n");
+    const own = threadPaths(dataDir, "own");
+    const linked = threadPaths(dataDir, "linked-ignore");
+    for (const paths of [own, linked]) await mkdir(path.dirname(paths.tmp), { recursive: true });
+    await writeFile(path.join(path.dirname(own.tmp), ".gitignore"), "mine\n");
+    await symlink(outside, path.join(path.dirname(linked.tmp), ".gitignore"));
+    const pool = await poolIn(dataDir);
+    await pidOf(pool, "u", "own");
+    await pidOf(pool, "u", "linked-ignore");
+    expect(await readFile(path.join(path.dirname(own.tmp), ".gitignore"), "utf8")).toBe("mine\n");
+    expect(await readFile(outside, "utf8")).toBe("theirs\n");
   });
 
   test("another session of the thread (another user, another pool) keeps it until the last one leaves", async () => {

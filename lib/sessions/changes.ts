@@ -22,6 +22,12 @@ export const EXCLUDED_DIR_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 /**
+ * Files never listed as workspace changes, at any depth: the `.git` file a worktree or a submodule has in place of the
+ * folder (`gitdir: …`, a pointer into its repository's `.git`), which `git worktree add` writes with the checkout.
+ */
+export const EXCLUDED_FILE_NAMES: ReadonlySet<string> = new Set([".git"]);
+
+/**
  * A path the walk visits: a string, or the raw bytes of one with a name that is not UTF-8 (a file a tool named in
  * Latin-1, an archive's CP437 names): as a string, decoded with U+FFFD, it would name nothing, and the file, or a
  * whole folder, would go unlisted. Such a file is listed under its name as decoded.
@@ -323,7 +329,7 @@ export class WorkspaceScanner {
       if (entry.isDirectory()) {
         if (!EXCLUDED_DIR_NAMES.has(String(entry.name))) dirs.push(entryPath(dir, entry.name));
       } else if (entry.isFile()) {
-        files.push(entryPath(dir, entry.name));
+        if (!EXCLUDED_FILE_NAMES.has(String(entry.name))) files.push(entryPath(dir, entry.name));
       }
     }
     const listing: Listing = { ino, ctimeMs, settled: ctimeMs < readAt - SETTLED_LISTING_MS, entries: entries.length, dirs, files, seen: 0 };
@@ -369,7 +375,7 @@ async function snapshotAsync(root: string, digests: DigestBudget): Promise<{ fil
       const full = entryPath(dir, entry.name);
       if (entry.isDirectory()) {
         if (!EXCLUDED_DIR_NAMES.has(String(entry.name))) subdirs.push(full);
-      } else if (entry.isFile()) {
+      } else if (entry.isFile() && !EXCLUDED_FILE_NAMES.has(String(entry.name))) {
         try {
           const info = await stat(full, { bigint: true });
           files.set(shownPath(full), await stampWithDigestAsync(full, info, digests));

@@ -24,7 +24,7 @@ export {
   type StdioLaunch,
   type ThreadPaths,
 } from "./workspace";
-export { changedFiles, EXCLUDED_DIR_NAMES, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, snapshotWorkspace, WorkspaceScanner, type WorkspaceScannerOptions, type WorkspaceSnapshot } from "./changes";
+export { changedFiles, EXCLUDED_DIR_NAMES, EXCLUDED_FILE_NAMES, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, snapshotWorkspace, WorkspaceScanner, type WorkspaceScannerOptions, type WorkspaceSnapshot } from "./changes";
 export { mayTranslatePaths, translateResultPaths, virtualWorkspaceChanges, type PathContext } from "./paths";
 export { hostArguments, withNamedPaths, type HostArguments } from "./argument-paths";
 export { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed } from "./expired";

@@ -2,11 +2,12 @@ import { lstat, opendir, readdir, readFile, readlink, realpath, rmdir, stat, unl
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
 import { inBatches, procPids } from "./session-processes";
-import type { ThreadPaths } from "./workspace";
+import { INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_TEXT, type ThreadPaths } from "./workspace";
 
 /**
  * Removal of the thread folders the harness created and nothing else used: `<data dir>/threads/<thread>` holding only
- * `user-data/workspace/.mcp/tmp` (or a prefix of that chain), every level an empty real folder but for the next one.
+ * `user-data/workspace/.mcp/tmp` (or a prefix of that chain), every level an empty real folder but for the next one
+ * (and `.mcp` for the `.gitignore` the harness wrote there).
  * Such a folder is left by every stdio session of a thread that never wrote anything: a stateless run's temporary
  * thread (the LangGraph server deletes the thread, never our folder), a thread deleted through the API, or one whose
  * tools only read. Only empty folders are removed (`rmdir`), so a file anyone wrote meanwhile stops the removal there.
@@ -56,8 +57,11 @@ export function removeThreadSkeleton(paths: ThreadPaths, unused: () => boolean, 
 }
 
 async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSince: number | undefined, changedBefore?: number): Promise<boolean> {
-  const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), nodePath.resolve(nodePath.dirname(paths.tmp)), nodePath.resolve(paths.tmp)];
+  const internal = nodePath.resolve(nodePath.dirname(paths.tmp));
+  const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), internal, nodePath.resolve(paths.tmp)];
   const present: string[] = [];
+  /** The `.mcp/.gitignore` `ensureThreadPaths` wrote, part of the skeleton: removed with it. */
+  let ownGitignore = false;
   /** The identities of the levels present (see `someProcessIn`). */
   const identities = new Set<string>();
   const uid = process.geteuid?.();
@@ -72,8 +76,14 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     if (changedBefore !== undefined && changedSince(info, changedBefore)) return false;
     present.push(dir);
     identities.add(identityOf(info));
-    // Two names tell whether it is the next level alone: a workspace of 100,000 files is not listed whole.
-    const names = await firstNames(dir, 2);
+    // Two names tell whether it is the next level alone (three in `.mcp`, beside its `.gitignore`): a workspace of
+    // 100,000 files is not listed whole.
+    let names = await firstNames(dir, dir === internal ? 3 : 2);
+    if (dir === internal && names.includes(INTERNAL_GITIGNORE)) {
+      if (!(await isOwnGitignore(nodePath.join(dir, INTERNAL_GITIGNORE), uid))) return false;
+      ownGitignore = true;
+      names = names.filter((name) => name !== INTERNAL_GITIGNORE);
+    }
     if (names.length === 0) break;
     const next = chain[index + 1];
     // Only where `someProcessIn` can see the processes that may still use it (Linux's /proc).
@@ -100,6 +110,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   }
   for (const dir of present.reverse()) {
     try {
+      if (dir === internal && ownGitignore) await unlink(nodePath.join(dir, INTERNAL_GITIGNORE));
       await rmdir(dir);
     } catch {
       // Something was created meanwhile (ENOTEMPTY), or the folder went (ENOENT): what is left stays.
@@ -107,6 +118,13 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     }
   }
   return true;
+}
+
+/** Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone. */
+async function isOwnGitignore(file: string, uid: number | undefined): Promise<boolean> {
+  const info = await lstat(file).catch(() => undefined);
+  if (info === undefined || !info.isFile() || (uid !== undefined && info.uid !== uid) || info.size !== Buffer.byteLength(INTERNAL_GITIGNORE_TEXT)) return false;
+  return (await readFile(file, "utf8").catch(() => "")) === INTERNAL_GITIGNORE_TEXT;
 }
 
 /** Up to `count` names of the entries of `dir`, in directory order. */

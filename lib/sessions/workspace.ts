@@ -96,9 +96,32 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
       const problem = await makePrivate(dir);
       if (problem !== null) return problem;
     }
+    await ignoreInternalDir(nodePath.dirname(paths.tmp));
     return null;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code ?? "error";
+  }
+}
+
+/** The file that keeps `.mcp` out of version control, and what the harness writes in it. */
+export const INTERNAL_GITIGNORE = ".gitignore";
+export const INTERNAL_GITIGNORE_TEXT = "# langgraph-mcp-harness: this thread's internal folder (its servers' temp files); never versioned\n*\n";
+
+/**
+ * Writes `.mcp/.gitignore` (`*`) unless there is an entry of that name: a repository at the workspace's root (the
+ * model's `git init` there) would otherwise show `.mcp/` as untracked, and `git add .` would commit what the thread's
+ * servers left in their temp folder. Created new, never through a link; a failure only leaves the folder unignored.
+ */
+async function ignoreInternalDir(internal: string): Promise<void> {
+  try {
+    const handle = await open(nodePath.join(internal, INTERNAL_GITIGNORE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    try {
+      await handle.writeFile(INTERNAL_GITIGNORE_TEXT);
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // there already (EEXIST), or not writable
   }
 }
 
