@@ -18,7 +18,15 @@ import type { McpToolRecord } from "./metadata";
 import type { OutputSchemas } from "./output-schemas";
 // The modules themselves, not the sessions barrel: each name read through a re-export is a getter call.
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, type WorkspaceScanner, type WorkspaceSnapshot } from "../sessions/changes";
-import { expiredStatus, isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed } from "../sessions/expired";
+import {
+  expiredStatus,
+  isConnectionClosed,
+  isDroppedConnection,
+  isExpiredSession,
+  isExpiredWhileStarting,
+  isGatewayProcessFailed,
+  isRefusedConnection,
+} from "../sessions/expired";
 import { isLostCall } from "../sessions/lost-calls";
 import { hostArguments, nameRealCwdEchoes, restoreNamedPaths, withNamedPaths, type HostArguments } from "../sessions/argument-paths";
 import { isUnauthorized } from "../shared/unauthorized";
@@ -417,6 +425,11 @@ function sendToServer(
         // As a lost call: the next call starts a new session rather than meet the 404 first.
         pool.invalidate(lease.session);
         throw ownText(new McpToolCallError(droppedText(record, deadline.sends)));
+      }
+      if (!stdio && isRefusedConnection(err)) {
+        // The server is down, and its sessions with it: the call fails as it is (it was not sent), and the next call
+        // starts a new session rather than meet the 404 of the server that comes back.
+        pool.invalidate(lease.session);
       }
       throw err;
     } finally {

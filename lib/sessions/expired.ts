@@ -63,13 +63,27 @@ export function isGatewayProcessFailed(err: unknown, transport: Transport | unde
 /** undici's codes for a connection the server closed or reset under a request (a restart, a crash). */
 const DROPPED_CONNECTION_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
 
+/** The system error code of a failed fetch. Duck-typed: fetch's errors come from another realm under a VM. */
+function fetchFailureCode(err: unknown): string | undefined {
+  const code = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
+  return (err as Error | null)?.name === "TypeError" && typeof code === "string" ? code : undefined;
+}
+
 /**
  * A request whose connection the server cut before the response began: a plain-JSON answer (or an SSE one not started
- * yet) has no stream for `LostCallWatch` to see end. Duck-typed: fetch's errors come from another realm under a VM.
+ * yet) has no stream for `LostCallWatch` to see end.
  */
 export function isDroppedConnection(err: unknown): boolean {
-  const code = (err as { cause?: { code?: unknown } } | null)?.cause?.code;
-  return (err as Error | null)?.name === "TypeError" && typeof code === "string" && DROPPED_CONNECTION_CODES.has(code);
+  const code = fetchFailureCode(err);
+  return code !== undefined && DROPPED_CONNECTION_CODES.has(code);
+}
+
+/**
+ * A request that found nothing listening at the server's address (its process is down): the server that listens there
+ * again is a new process, which knows none of the sessions of the old one.
+ */
+export function isRefusedConnection(err: unknown): boolean {
+  return fetchFailureCode(err) === "ECONNREFUSED";
 }
 
 const expiredWhileStarting = new WeakSet<object>();
