@@ -5,8 +5,8 @@ const env: NodeJS.ProcessEnv = { TOKEN: "t0k", HOME: "/home/me", EMPTY: "", _X1:
 
 describe("resolveEnvReferences", () => {
   it("replaces a whole $NAME or ${NAME} string", () => {
-    expect(resolveEnvReferences("$TOKEN", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"] });
-    expect(resolveEnvReferences("${TOKEN}", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"] });
+    expect(resolveEnvReferences("$TOKEN", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"], literal: [] });
+    expect(resolveEnvReferences("${TOKEN}", env)).toEqual({ value: "t0k", missing: [], expanded: ["t0k"], literal: [] });
     expect(resolveEnvReferences("$_X1", env).value).toBe("x");
   });
 
@@ -23,6 +23,10 @@ describe("resolveEnvReferences", () => {
     expect(resolveEnvReferences("$1abc", env).value).toBe("$1abc");
   });
 
+  it("reports the names written $NAME inside a longer string, not the escaped or braced ones", () => {
+    expect(resolveEnvReferences({ a: "Bearer $TOKEN", b: ["$HOME/x:$TOKEN", "$$UNSEEN ${TOKEN} $1abc cost: 5$"] }, env).literal).toEqual(["TOKEN", "HOME"]);
+  });
+
   it("treats $$ as an escaped dollar", () => {
     expect(resolveEnvReferences("$$HOME", env).value).toBe("$HOME");
     expect(resolveEnvReferences("a$${TOKEN}b", env).value).toBe("a${TOKEN}b");
@@ -31,7 +35,7 @@ describe("resolveEnvReferences", () => {
   });
 
   it("counts an empty variable as set", () => {
-    expect(resolveEnvReferences("$EMPTY", env)).toEqual({ value: "", missing: [], expanded: [] });
+    expect(resolveEnvReferences("$EMPTY", env)).toEqual({ value: "", missing: [], expanded: [], literal: [] });
   });
 
   it("reports distinct unset names in order of appearance and keeps their references", () => {

@@ -305,6 +305,38 @@ describe("loadExtensionsConfig", () => {
       });
     });
 
+    describe("a $NAME inside a longer value", () => {
+      const warning = (where: string, variable: string) =>
+        `MCP server 'db': ${where} holds $${variable} inside a longer value, where it is sent as written (only a whole value ` +
+        `"$${variable}" is replaced); write \${${variable}} to use the variable, or $$${variable} to keep the text`;
+
+      it.each([
+        ["a header", "http", { type: "http", url: "https://api.example.com/mcp", headers: { Authorization: "Bearer $API_TOKEN" } }, "mcpServers.db.headers.Authorization"],
+        ["the url", "http", { type: "http", url: "https://api.example.com/mcp?key=$API_TOKEN" }, "mcpServers.db.url"],
+        ["an env value", "stdio", { command: "node", env: { AUTH: "token:$API_TOKEN" } }, "mcpServers.db.env.AUTH"],
+        ["an argument holding a URL", "stdio", { command: "node", args: ["server.js", "postgresql://app:$API_TOKEN@db/app"] }, "mcpServers.db.args[1]"],
+      ])("in %s of a set variable: sent as written, with a warning naming field and variable, never the value", async (_what, transport, server, where) => {
+        const loaded = await load({ mcpServers: { db: server } }, { API_TOKEN: "tok-Secret-9" });
+        expect(loaded.skipped).toEqual([]);
+        expect(loaded.config.mcpServers.db.type).toBe(transport);
+        expect(loaded.warnings).toEqual([warning(where, "API_TOKEN")]);
+        expect(logger.messages("warn")).toEqual([warning(where, "API_TOKEN")]);
+        expect(JSON.stringify(loaded.config)).not.toContain("tok-Secret-9");
+        expect(JSON.stringify(logger.lines)).not.toContain("tok-Secret-9");
+      });
+
+      it.each([
+        ["an unset variable", { command: "node", env: { AUTH: "token:$NOT_SET_ANYWHERE" } }],
+        ["a shell's variable in an argument", { command: "sh", args: ["-c", "exec node server.js --token $API_TOKEN"] }],
+        ["a whole value", { command: "node", env: { AUTH: "$API_TOKEN" } }],
+        ["braces", { command: "node", env: { AUTH: "token:${API_TOKEN}" } }],
+        ["the $$ escape", { command: "node", env: { AUTH: "token:$$API_TOKEN" } }],
+      ])("%s: no warning", async (_what, server) => {
+        const loaded = await load({ mcpServers: { db: server } }, { API_TOKEN: "tok-Secret-9" });
+        expect(loaded.warnings).toEqual([]);
+      });
+    });
+
     it("skips before validating, so a skipped server's other errors are not fatal", async () => {
       const loaded = await load({ mcpServers: { a: { command: "$UNSET_CMD", args: [1] }, b: { command: "npx" } } });
       expect(loaded.skipped.map((s) => s.server)).toEqual(["a"]);

@@ -4,7 +4,7 @@
  * - a string that is exactly `$NAME` or `${NAME}` becomes the variable's value;
  * - `${NAME}` inside a longer string is interpolated;
  * - `$$` is a literal `$`;
- * - `$NAME` inside a longer string stays literal.
+ * - `$NAME` inside a longer string stays literal (reported in `literal`).
  *
  * An unset variable (no string value in `env`) is reported in `missing` and its reference is left in
  * place; the caller decides what to do (the loader skips the server, fail closed).
@@ -17,20 +17,24 @@ export interface EnvResolution {
   missing: string[];
   /** The distinct non-empty values substituted: secrets, for redaction (SPEC §4.3). */
   expanded: string[];
+  /** Distinct names written `$NAME` inside a longer string, which stay as written. */
+  literal: string[];
 }
 
 const WHOLE_REFERENCE = /^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$/;
 const BRACED_NAME = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/;
+const BARE_NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
 
 interface Seen {
   missing: Set<string>;
   expanded: Set<string>;
+  literal: Set<string>;
 }
 
 export function resolveEnvReferences(value: unknown, env: NodeJS.ProcessEnv): EnvResolution {
-  const seen: Seen = { missing: new Set<string>(), expanded: new Set<string>() };
+  const seen: Seen = { missing: new Set<string>(), expanded: new Set<string>(), literal: new Set<string>() };
   const resolved = resolveValue(value, env, seen);
-  return { value: resolved, missing: [...seen.missing], expanded: [...seen.expanded] };
+  return { value: resolved, missing: [...seen.missing], expanded: [...seen.expanded], literal: [...seen.literal] };
 }
 
 function resolveValue(value: unknown, env: NodeJS.ProcessEnv, seen: Seen): unknown {
@@ -96,6 +100,8 @@ function resolveString(text: string, env: NodeJS.ProcessEnv, seen: Seen): string
         continue;
       }
     }
+    const bare = BARE_NAME.exec(text.slice(dollar + 1));
+    if (bare) seen.literal.add(bare[0]);
     out += "$";
     i = dollar + 1;
   }

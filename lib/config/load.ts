@@ -20,6 +20,7 @@ import {
 } from "./schema";
 import { readSignedFile, type ConfigSignature } from "./signature";
 import { userInfoReferenceProblem } from "./url-user-info";
+import { literalReferenceWarnings } from "./literal-references";
 
 export interface LoadExtensionsConfigOptions {
   configPath?: string;
@@ -82,11 +83,11 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
     throw new ConfigValidationError(path, [{ path: formatIssuePath([]), message: "expected a JSON object" }]);
   }
 
-  const { servers, skipped, envSecrets } = prepareServers(parsed.mcpServers, env);
+  const { servers, skipped, envSecrets, warnings: referenceWarnings } = prepareServers(parsed.mcpServers, env);
   const input: Record<string, unknown> = servers === undefined ? { ...parsed } : { ...parsed, mcpServers: servers };
   if (parsed.mcpInterceptors !== undefined) input.mcpInterceptors = resolveInterceptorSpecs(parsed.mcpInterceptors, env, path);
   if (parsed.mcpTasks !== undefined) input.mcpTasks = laxTaskSettings(parsed.mcpTasks);
-  const warnings = priorityWarnings(servers);
+  const warnings = [...referenceWarnings, ...priorityWarnings(servers)];
 
   const result = ExtensionsConfigSchema.safeParse(input);
   if (!result.success) throw new ConfigValidationError(path, result.error.issues.map(toConfigIssue));
@@ -117,10 +118,11 @@ export async function loadExtensionsConfig(opts: LoadExtensionsConfigOptions = {
 function prepareServers(
   rawServers: unknown,
   env: NodeJS.ProcessEnv,
-): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[]; envSecrets: Record<string, string[]> } {
+): { servers: Record<string, unknown> | undefined; skipped: SkippedServer[]; envSecrets: Record<string, string[]>; warnings: string[] } {
   const skipped: SkippedServer[] = [];
   const envSecrets: Record<string, string[]> = {};
-  if (!isRecord(rawServers)) return { servers: undefined, skipped, envSecrets };
+  const warnings: string[] = [];
+  if (!isRecord(rawServers)) return { servers: undefined, skipped, envSecrets, warnings };
 
   const kept: [string, unknown][] = [];
   for (const [name, written] of Object.entries(rawServers)) {
@@ -134,6 +136,7 @@ function prepareServers(
       skipped.push({ server: name, transport: transportOf(server), reason: "MCP server name '__proto__' is reserved; not starting it" });
       continue;
     }
+    warnings.push(...literalReferenceWarnings(name, server, env));
     const { value, missing, expanded } = resolveServer(server, env);
     if (missing.length > 0) {
       skipped.push({
@@ -153,7 +156,7 @@ function prepareServers(
     kept.push([name, resolved]);
     if (expanded.length > 0) Object.defineProperty(envSecrets, name, { value: expanded, enumerable: true });
   }
-  return { servers: Object.fromEntries(kept), skipped, envSecrets };
+  return { servers: Object.fromEntries(kept), skipped, envSecrets, warnings };
 }
 
 /**
