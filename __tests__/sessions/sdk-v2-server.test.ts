@@ -145,7 +145,10 @@ describe("an SDK v2 server behind v2's own serveStdio entry", () => {
     expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((n) => `v2_${n}`));
     const warnings = logger.messages("warn");
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^Skipping MCP server 'modern' after tool discovery failed: .*2025-11-25/);
+    expect(warnings[0]).toBe(
+      "Skipping MCP server 'modern' after tool discovery failed: the MCP server 'modern' does not accept this client's MCP protocol " +
+        `version ${LATEST_PROTOCOL_VERSION} (it serves 2026-07-28)`,
+    );
     const graph = toolNodeGraph(tools);
     const as = { context: { user_id: "hal", thread_id: "t1" } };
     expect(pidOf(await callThroughGraph(graph, "v2_pid", {}, as)).protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
@@ -352,7 +355,10 @@ describe("an SDK v2 server behind v2's own createMcpHandler", () => {
       expect(await toolkit.getTools()).toEqual([]);
       const warnings = logger.messages("warn");
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(/^Skipping MCP server 'v2' after tool discovery failed: .*Unsupported protocol version: 2025-11-25.*2026-07-28/);
+      expect(warnings[0]).toBe(
+        "Skipping MCP server 'v2' after tool discovery failed: the MCP server 'v2' does not accept this client's MCP protocol " +
+          `version ${LATEST_PROTOCOL_VERSION} (it serves 2026-07-28)`,
+      );
     } finally {
       await toolkit.close();
       await server.close();

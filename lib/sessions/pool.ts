@@ -16,6 +16,7 @@ import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { exitedBeforeStart, withCwdCause } from "./start-failure";
+import { unsupportedProtocol } from "./protocol-version";
 import { realFolderPath } from "../shared/data-dir";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
 import { ensureThreadPaths, stdioLaunch, threadFolderName, threadPaths, type ThreadPaths } from "./workspace";
@@ -640,7 +641,7 @@ export class SessionPool {
         // A server that gave the session an id before its initialization failed keeps it until told; the caller
         // hears of the failure now, close() waits for the DELETE (the transport's close sends it).
         void this.track(client.close().catch(() => undefined));
-        throw err;
+        throw unsupportedProtocol(serverName, err) ?? err;
       }
       await client.close().catch(() => undefined);
       // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
@@ -650,7 +651,7 @@ export class SessionPool {
       // The SDK says only "Connection closed" of a child that ended during the handshake: how it ended is told instead.
       if (child && gone && isConnectionClosed(err) && !entry.creation.signal.aborted && !this.closed) throw await exitedBeforeStart(serverName, child, gone);
       // Node blames the command for a configured cwd that is missing: the folder is looked at now that the spawn failed.
-      throw stdio ? await withCwdCause(serverName, server.cwd, err) : err;
+      throw unsupportedProtocol(serverName, err) ?? (stdio ? await withCwdCause(serverName, server.cwd, err) : err);
     } finally {
       clearTimeout(expiry);
     }
