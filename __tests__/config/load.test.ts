@@ -276,13 +276,19 @@ describe("loadExtensionsConfig", () => {
 
     describe("in a URL's user info", () => {
       const reason = (name: string, where: string, variable: string) =>
-        `MCP server '${name}': ${where} puts \${${variable}} into a URL's user info, and the value holds '/', '?' or '#', ` +
-        "which end the user info there (the rest would be read as host, path or query); percent-encode the value; not starting it";
+        `MCP server '${name}': ${where} puts \${${variable}} into a URL's user info, and the value holds '/', '?', '#', ` +
+        "'\\' (in an http, ws, ftp or file URL) or '@' (in any other), which end the user info there (the rest would be read " +
+        "as host, path or query); percent-encode the value; not starting it";
 
       it.each([
         ["a slash (in args)", "p@ss/w:rd%", "stdio", { command: "node", args: ["server.js", "postgresql://app:${DB_PASSWORD}@db:5432/app"] }, "mcpServers.db.args[1]"],
         ["a question mark (in env)", "q?x=1", "stdio", { command: "node", env: { DATABASE_URL: "postgres://app:${DB_PASSWORD}@db/app" } }, "mcpServers.db.env.DATABASE_URL"],
         ["a hash (in the url, as the user)", "ab#cd", "http", { type: "http", url: "https://${DB_PASSWORD}:x-oauth-basic@api.example.com/mcp" }, "mcpServers.db.url"],
+        // libpq (psql, psycopg) takes the user info up to the first '@': `could not translate host name "ss@db"`.
+        ["an '@' alone (in a postgresql URL)", "p@ss:word", "stdio", { command: "node", args: ["postgresql://app:${DB_PASSWORD}@db/app"] }, "mcpServers.db.args[0]"],
+        // The WHATWG parser reads '\\' as '/' in http(s), ws(s), ftp and file URLs: the secret's start becomes the host.
+        ["a backslash in an https URL", "ab\\cd", "http", { type: "http", url: "https://${DB_PASSWORD}:x-oauth-basic@api.example.com/mcp" }, "mcpServers.db.url"],
+        ["a slash, in the second URL of a string", "ab/cd", "stdio", { command: "node", args: ["--urls=http://a.example,postgresql://app:${DB_PASSWORD}@db/app"] }, "mcpServers.db.args[0]"],
       ])("a value with %s is refused: the server is skipped naming field and variable, never the value", async (_what, value, transport, server, where) => {
         const loaded = await load({ mcpServers: { db: server, other: { command: "npx" } } }, { DB_PASSWORD: value });
         expect(Object.keys(loaded.config.mcpServers)).toEqual(["other"]);
@@ -293,7 +299,10 @@ describe("loadExtensionsConfig", () => {
 
       it.each([
         ["percent-encoded", "p%40ss%2Fw%3Ard%25", "postgresql://app:${DB_PASSWORD}@db/app"],
-        ["holding only '@' and ':', which every URL parser takes up to the last '@'", "p@ss:word", "postgresql://app:${DB_PASSWORD}@db/app"],
+        ["holding ':', which every URL parser takes as part of the password", "p:ss:word", "postgresql://app:${DB_PASSWORD}@db/app"],
+        ["holding a backslash in a postgresql URL (only web URLs read it as '/')", "p\\ss", "postgresql://app:${DB_PASSWORD}@db/app"],
+        ["holding '@' in an https URL, which web URL parsers take up to the last '@'", "me@corp.example", "https://${DB_PASSWORD}:x@git.example/repo"],
+        ["in the path of a second URL", "a/b", "https://h.example,https://h.example/${DB_PASSWORD}@x"],
         ["in the path", "a/b?c#d", "https://api.example.com/${DB_PASSWORD}/x"],
         ["in the host, no user info", "a/b", "postgresql://${DB_PASSWORD}/app"],
         ["written as a literal $${…}", "a/b", "postgresql://app:$${DB_PASSWORD}@db/app"],

@@ -213,8 +213,9 @@ describePg("@modelcontextprotocol/server-postgres 0.6.2 (MCP SDK 1.0.1) over std
     test("put into the URL unencoded (its '/' would end the user info, the rest read as the host): the server is not started, the warning says why", async () => {
       expect(tools.map((t) => t.name)).not.toContain("pg_unencoded_query");
       expect(logger.messages("warn")).toContain(
-        "MCP server 'pg_unencoded': mcpServers.pg_unencoded.args[1] puts ${PG_RAW} into a URL's user info, and the value holds '/', '?' or '#', " +
-          "which end the user info there (the rest would be read as host, path or query); percent-encode the value; not starting it",
+        "MCP server 'pg_unencoded': mcpServers.pg_unencoded.args[1] puts ${PG_RAW} into a URL's user info, and the value holds '/', '?', '#', " +
+          "'\\' (in an http, ws, ftp or file URL) or '@' (in any other), which end the user info there (the rest would be read " +
+          "as host, path or query); percent-encode the value; not starting it",
       );
       // Started anyway, the server would connect to host "ss" and the model would read `getaddrinfo ENOTFOUND ss`.
       expect(childrenOf("pg_unencoded", "default")).toEqual([]);

@@ -467,10 +467,15 @@ describe("children that die, calls that fail", () => {
     }
   });
 
-  test("an interceptor that sends the call again after its child closed: the text counts the sends, never says 'not sent again'", async () => {
+  /** A toolkit of the bash fixture server (`mute`, whose `close_stdout` closes its stdout unanswered) with `interceptor`. */
+  const muteToolkit = async (interceptor: McpToolInterceptor): Promise<McpToolkit> => {
     const configPath = await writeConfig(await makeTempDir("mcp-scopes-resend-"), {
       mcpServers: { mute: { type: "stdio", command: "bash", args: [path.join(__dirname, "..", "fixtures", "sh-server.sh")], tool_call_timeout: 600 } },
     });
+    return createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-scopes-resend-data-"), interceptors: [interceptor] });
+  };
+
+  test("an interceptor that sends the call again after its child closed: the text counts the sends, never says 'not sent again'", async () => {
     let attempts = 0;
     const retryOnce: McpToolInterceptor = async (request, next) => {
       attempts += 1;
@@ -481,7 +486,7 @@ describe("children that die, calls that fail", () => {
         return await next(request);
       }
     };
-    const own = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-scopes-resend-data-"), interceptors: [retryOnce] });
+    const own = await muteToolkit(retryOnce);
     try {
       const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "mute_close_stdout", {}, scope("gina", "resend"));
       expect(attempts).toBe(2);
@@ -490,6 +495,33 @@ describe("children that die, calls that fail", () => {
         "MCP tool 'close_stdout' on server 'mute' failed: the connection to the server closed before it answered (its process ended or " +
           "closed its output). The call was sent 2 times (an interceptor sent it again) and not after this failure; a new session serves the next call.",
       );
+    } finally {
+      await own.close();
+    }
+  });
+
+  test("an attempt an interceptor sends once the call failed is not sent: the call's 'not sent again' stays true", async () => {
+    // A hedge sent once the first attempt is over, as a Promise.race hedge's timer would after the race was lost.
+    let late: Promise<unknown> | undefined;
+    const hedge: McpToolInterceptor = (request, next) => {
+      const first = next(request);
+      late = first.then(
+        () => undefined,
+        () => next(request).then((result) => result, (err: unknown) => err),
+      );
+      return first;
+    };
+    const own = await muteToolkit(hedge);
+    try {
+      const message = await callThroughGraph(toolNodeGraph(await own.getTools()), "mute_close_stdout", {}, scope("gina", "hedge"));
+      expect(message.content).toBe(
+        "MCP tool 'close_stdout' on server 'mute' failed: the connection to the server closed before it answered (its process ended or " +
+          "closed its output). The call was not sent again; a new session serves the next call.",
+      );
+      // Sent, it would have reached a new child (which closes its stdout too): refused, it never left.
+      const outcome = await late;
+      expect(outcome).toBeInstanceOf(Error);
+      expect((outcome as Error).message).not.toMatch(/connection to the server closed/);
     } finally {
       await own.close();
     }

@@ -48,6 +48,18 @@ describe("Redactor", () => {
     expect(Redactor.of([secret]).text(inspect(inspect(secret)))).toBe(`'\\'${REDACTED}\\''`);
   });
 
+  test("blanks a secret with a ' as shells quote it: '\\'' (bash's set -x, sh) and '\"'\"' (Python's shlex.quote), JSON-escaped too", () => {
+    const secret = "tok'en-S3cret";
+    const bash = `'${secret.replace(/'/g, "'\\''")}'`;
+    const shlex = `'${secret.replace(/'/g, `'"'"'`)}'`;
+    for (const shown of [bash, shlex]) {
+      expect(Redactor.of([secret]).text(`+ git clone ${shown} x`)).toBe(`+ git clone '${REDACTED}' x`);
+      expect(Redactor.of([secret]).text(JSON.stringify({ cmd: `git clone ${shown}` }))).toBe(`{"cmd":"git clone '${REDACTED}'"}`);
+    }
+    // A secret that starts and ends with the quote: quoted, it is '\'' then the rest.
+    expect(Redactor.of(["'edge'"]).text(`run ''\\''edge'\\'''`)).toBe(`run '${REDACTED}'`);
+  });
+
   test.each([0, 1, 2, 3, 4, 5])("blanks a base64 echo with the secret at byte offset %i, in both alphabets", (offset) => {
     const secret = "sk-base64-?>~secret";
     const blob = Buffer.from(`${"u".repeat(offset)}${secret}:tail`);

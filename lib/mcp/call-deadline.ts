@@ -1,5 +1,8 @@
 import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/deadline";
 
+/** What an attempt sent after its call settled meets (only the interceptor that sent it sees it). */
+const CALL_ENDED = new Error("the call had already ended: this attempt was not sent");
+
 /**
  * The bound of one tool call as a whole (SPEC §2.1, §5.2: `tool_call_timeout` bounds calls): the interceptors before
  * and after `next`, every attempt they send, and the stdio workspace walks around them, under one timer per call
@@ -21,6 +24,7 @@ import { Deadline, DeadlineExceededError, type DeadlineLimits } from "../shared/
  * call and a count bounds what follows: then the requests in flight stop, no attempt is sent, a walk or path
  * translation is cut (now or when it starts), and the interceptors finish within that count, so that the answer still
  * reaches a caller that needs it (a durable task's submit learns of the job it started, and its service cancels it).
+ * Once the call settled (`end`), no attempt is sent any more and none stays in flight.
  */
 export class CallDeadline extends Deadline {
   /** Whether `tool_call_timeout` applies (progress then restarts it). */
@@ -156,6 +160,19 @@ export class CallDeadline extends Deadline {
     // Nothing is sent once the call's signal aborted, so a start still running is of no use to it any more.
     if (!aborted && this.starting > 0) return void this.timer?.refresh();
     this.stop(error);
+  }
+
+  /**
+   * The call settled (its outcome, or its failure, is what the caller gets): an attempt an interceptor still sends goes
+   * nowhere, so none is sent after this (a hedge sent once the race was lost would otherwise reach the server after the
+   * model read that the call was not sent again), a request still in flight is stopped and a walk is cut.
+   */
+  end(): void {
+    this.dispose();
+    this.walksRefused = true;
+    if (!this.controller.signal.aborted) this.controller.abort(CALL_ENDED);
+    this.abortRequests(CALL_ENDED);
+    this.cutWalks();
   }
 
   // Both may run inside `Deadline`'s constructor (the run was cancelled already), before this class's fields exist:

@@ -674,7 +674,7 @@ export async function runDirectCall(
     if (err instanceof DeadlineExceededError) throw ownText(new McpToolCallError(timeoutText(record, err)));
     throw ownText(new McpToolCallError(failureText(err, record, secrets.redactor())));
   } finally {
-    deadline?.dispose();
+    deadline?.end();
     // Also after a failure: the request may have reached the server.
     carried?.(secrets.values());
   }

@@ -307,7 +307,7 @@ interface SecretMatcher {
   /**
    * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret and its base64 runs as
    * they are (a much smaller pattern: the whole one is compiled only once a text needs it). `null` for a secret with a
-   * space or a line break, whose `+` and CRLF forms need no such character.
+   * space, a line break or a `'`, whose `+`, CRLF and shell-quoted (`'"'"'`) forms need no such character.
    */
   readonly plain: RegExp | null;
 }
@@ -331,7 +331,7 @@ function matcherOf(secret: string): SecretMatcher {
   const formsSource = longestFirst([[...secret].map((ch, i) => charPattern(ch, i === 0)).join(""), ...runs, ...hex.map(hexDigitsPattern)]).join("|");
   const runsSource = runs.join("|");
   const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
-  const plainSource = /[ \r\n]/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
+  const plainSource = /[ \r\n']/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
     forms: new RegExp(formsSource, "g"),
@@ -445,6 +445,9 @@ function charPattern(ch: string, first = false): string {
   if (short !== undefined) forms.push(escape + (ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`));
   // A quote as util.inspect and Python's repr escape it inside '…' (a value holding both kinds of quote: `'a"b\'c'`).
   if (ch === "'") forms.push(`${escape}\\\\+'`);
+  // A quote as shells quote it inside '…': '\'' (sh, bash's `set -x`) and '"'"' (Python's shlex.quote), JSON-escaped too;
+  // tried first, so a secret that ends with the quote takes the whole form, not its first '.
+  if (ch === "'") forms.unshift("'\\\\+''", `'\\\\*"'\\\\*"'`);
   // A control character as Node's util.inspect (an error quoting a value: `'tok\x00en'`) and Python's repr write it.
   if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) forms.push(`${escape}\\\\+x${hexPattern(cp, 2)}`);
   // A line break may come back as CRLF (a Windows or MIME server), raw or JSON-escaped.
