@@ -10,6 +10,11 @@ export const VIRTUAL_USER_DATA = "/mnt/user-data";
 /** The harness's own folder inside a workspace; never listed as a change. */
 export const INTERNAL_DIR_NAME = ".mcp";
 const TEMP_ENV_KEYS = ["TMPDIR", "TMP", "TEMP"] as const;
+/**
+ * Given to a child started in the thread workspace: Python (3.11+) then leaves the cwd off `sys.path`, where
+ * `python3 -m <module>` would run a `<module>.py` (or a `json.py` it imports) that a tool wrote there.
+ */
+const PYTHON_SAFE_PATH_ENV = "PYTHONSAFEPATH";
 const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
 /** The most a thread folder the harness creates allows (the umask may take more away). */
 const FOLDER_MODE = 0o755;
@@ -148,12 +153,14 @@ export interface StdioLaunch {
 
 /**
  * Where a stdio child runs: the operator's `cwd` and temp variables win; otherwise the thread workspace and its
- * `.mcp/tmp`, unless that folder could not be made ready (`tmpReady` false: the host's temp folder then). The rest of
- * the server's `env` is kept as configured.
+ * `.mcp/tmp`, unless that folder could not be made ready (`tmpReady` false: the host's temp folder then), with
+ * `PYTHONSAFEPATH=1` unless the server's `env` sets it. The rest of the server's `env` is kept as configured.
  */
 export function stdioLaunch(server: McpServerConfig, paths: ThreadPaths | undefined, tmpReady = true): StdioLaunch {
   const env = { ...server.env };
   if (!paths) return { cwd: server.cwd || undefined, env };
   if (tmpReady) for (const key of TEMP_ENV_KEYS) if (!Object.hasOwn(env, key)) env[key] = paths.tmp;
-  return { cwd: server.cwd || paths.workspace, env };
+  if (server.cwd) return { cwd: server.cwd, env };
+  if (!Object.hasOwn(env, PYTHON_SAFE_PATH_ENV)) env[PYTHON_SAFE_PATH_ENV] = "1";
+  return { cwd: paths.workspace, env };
 }
