@@ -28,12 +28,14 @@ function scripted(name: string, script: string): Record<string, unknown> {
 const DOOMED = `if (process.cwd().includes("doomed")) { process.stderr.write("cannot open database with password " + process.env.DB_PASSWORD + "\\n");`;
 
 describe("a stdio child that ends before its MCP session started", () => {
-  test("a call's line says how it ended (exit code, signal), never 'Connection closed'; the next thread still works", async () => {
+  test("a call's line says how it ended (exit code, signal, output closed), never 'Connection closed'; the next thread still works", async () => {
     const logger = new RecordingLogger();
     const configPath = await writeConfig(await makeTempDir("mcp-start-exit-cfg-"), {
       mcpServers: {
         coded: scripted("coded", `${DOOMED} process.exit(4); }`),
         signalled: scripted("signalled", `${DOOMED} process.kill(process.pid, "SIGTERM"); setInterval(() => {}, 1000); }`),
+        // Closes its stdout and runs on, until the session's cleanup ends it.
+        mute: scripted("mute", `${DOOMED} require("fs").closeSync(1); setInterval(() => {}, 1000); }`),
       },
     });
     const toolkit = createMcpToolkit({ configPath, env: { DB_PASSWORD: SECRET }, logger, dataDir: await makeTempDir("mcp-start-exit-data-") });
@@ -51,6 +53,11 @@ describe("a stdio child that ends before its MCP session started", () => {
     expect(signalled.content).toBe(
       "MCP tool 'pid' on server 'signalled' failed: the stdio MCP server 'signalled' was ended by SIGTERM before its MCP session " +
         "started (its stderr lines are in the debug log)",
+    );
+    const mute = await callThroughGraph(graph, "mute_pid", {}, doomed);
+    expect(mute.content).toBe(
+      "MCP tool 'pid' on server 'mute' failed: the stdio MCP server 'mute' closed its output before its MCP session started " +
+        "(its stderr lines are in the debug log)",
     );
     expect(logger.messages("debug")).toContain(`MCP server 'coded' stderr: cannot open database with password [redacted]`);
     expect(JSON.stringify(logger.lines)).not.toContain(SECRET);

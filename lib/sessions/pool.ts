@@ -13,7 +13,7 @@ import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { exited, hasExited, onChildStart, whenGone } from "./child";
-import { endOrphanedSessionsOnce, endTaggedProcesses, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
+import { endOrphanedSessionsOnce, endTaggedProcesses, isRunningNow, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { exitedBeforeStart, withCwdCause } from "./start-failure";
 import { unsupportedProtocol } from "./protocol-version";
@@ -92,6 +92,8 @@ interface Entry {
   temporary?: boolean;
   /** stdio: set once the child is spawned (its end, not the creation's, then ends the session). */
   childStarted?: boolean;
+  /** stdio: the child closed its stdout while it still ran (read from /proc as the output ended). */
+  outputClosedRunning?: boolean;
   /** Aborts a creation nobody waits for any more. */
   readonly creation: AbortController;
   /** What callers wait for: `ready`, or the reason the entry was closed while it connected (see `closeOnce`). */
@@ -586,6 +588,10 @@ export class SessionPool {
           transport.onclose?.();
           void transport.close().catch(() => undefined);
         };
+        // A child that exited has closed its output too: one still running then closed it itself.
+        started.stdout?.once("end", () => {
+          if (!hasExited(started) && started.pid !== undefined && isRunningNow(started.pid) === true) entry.outputClosedRunning = true;
+        });
         started.stdout?.once("end", cutOff);
         started.stdin?.once("error", cutOff);
       });
@@ -649,7 +655,7 @@ export class SessionPool {
       const gone = child && exited(child);
       if (gone) this.track(gone.then(() => this.endLeftovers(entry)));
       // The SDK says only "Connection closed" of a child that ended during the handshake: how it ended is told instead.
-      if (child && gone && isConnectionClosed(err) && !entry.creation.signal.aborted && !this.closed) throw await exitedBeforeStart(serverName, child, gone);
+      if (child && gone && isConnectionClosed(err) && !entry.creation.signal.aborted && !this.closed) throw await exitedBeforeStart(serverName, child, gone, entry.outputClosedRunning === true);
       // Node blames the command for a configured cwd that is missing: the folder is looked at now that the spawn failed.
       throw unsupportedProtocol(serverName, err) ?? (stdio ? await withCwdCause(serverName, server.cwd, err) : err);
     } finally {

@@ -108,6 +108,21 @@ async function statOf(pid: number): Promise<ProcStat | undefined> {
   return { ppid: Number(fields[1]), start: fields[19] };
 }
 
+/**
+ * Whether `pid` is a process still running (not a zombie) by /proc, read at once: `undefined` where /proc cannot tell
+ * (another OS, the pid gone).
+ */
+export function isRunningNow(pid: number): boolean | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`${PROC}/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const state = statFields(text)[0];
+  return state !== undefined && state !== "Z" && state !== "X";
+}
+
 /** The fields of a /proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th. */
 function statFields(text: string): string[] {
   return text.slice(text.lastIndexOf(")") + 2).split(" ");

@@ -73,12 +73,12 @@ export class StdioExitError extends Error {
 
 /**
  * How `child`, whose connection closed during the handshake, ended: waited for (a child whose output closed first
- * may still be exiting; one that runs on is killed after `exited`'s grace, as the SDK's own close would).
+ * may still be exiting; one that runs on is ended by the session's cleanup, the SDK's close or `exited`'s grace).
+ * `outputClosedRunning`: it closed its stdout while it still ran, so a signal that ended it later was ours.
  */
-export async function exitedBeforeStart(serverName: string, child: ChildProcess, exited: Promise<void>): Promise<StdioExitError> {
+export async function exitedBeforeStart(serverName: string, child: ChildProcess, exited: Promise<void>, outputClosedRunning: boolean): Promise<StdioExitError> {
   await exited;
-  // Killed by the SDK's close or `exited`'s grace: it had closed its output and run on.
-  if (child.killed) return new StdioExitError(serverName, "closed its output");
+  if (outputClosedRunning || child.killed) return new StdioExitError(serverName, "closed its output");
   if (child.exitCode !== null) return new StdioExitError(serverName, `exited with code ${child.exitCode}`);
   return new StdioExitError(serverName, `was ended by ${child.signalCode ?? "a signal"}`);
 }
