@@ -123,6 +123,21 @@ describe("LineSplitter", () => {
     expect(lines).toEqual([`a ${REDACTED}`, `ü ${REDACTED}`]);
   });
 
+  test("a stream cut under its writer: the last, unfinished line's last word is shown as [cut] unless it is a redacted secret", () => {
+    const cutOff = (text: string, cut: boolean) => {
+      const splitter = new LineSplitter(64, scrub);
+      return [...splitter.push(Buffer.from(text)), ...splitter.flush(cut)];
+    };
+    // The first characters of a secret that never arrived whole: no redaction recognises them.
+    expect(cutOff(`closing\nusage: --token ${SECRET.slice(0, 3)}`, true)).toEqual(["closing", "usage: --token [cut]"]);
+    expect(cutOff(`last words: ${SECRET}`, true)).toEqual([`last words: ${REDACTED}`]);
+    expect(cutOff("one-word-only", true)).toEqual(["[cut]"]);
+    expect(cutOff("ends with a space ", true)).toEqual(["ends with a space "]);
+    // Ended by the writer, or ended with a newline: the line is whole.
+    expect(cutOff(`usage: --token ${SECRET.slice(0, 3)}`, false)).toEqual([`usage: --token ${SECRET.slice(0, 3)}`]);
+    expect(cutOff("whole line\n", true)).toEqual(["whole line"]);
+  });
+
   // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking
   // it. A server's JSON log line quoting a long output (@agent-infra/mcp-server-commands logs a failed command's
   // stdout so): tried for a trailing base64 run from each of its digits, 60,000 of them held the event loop 9 s.
@@ -138,5 +153,17 @@ describe("LineSplitter", () => {
       { module: libModule("sessions/lines.ts") },
     );
     expect(seen).toEqual([2, true, "next"]);
+  });
+
+  test("a long last word of a line cut under its writer is cut in linear time", async () => {
+    const seen = await inWorker(
+      `const { LineSplitter } = require(workerData.module);
+       const splitter = new LineSplitter(8 * 1024 * 1024);
+       splitter.push(Buffer.from(("a".repeat(1000) + " ").repeat(1000) + "b".repeat(1000000)));
+       const lines = splitter.flush(true);
+       parentPort.postMessage([lines.length, lines[0].endsWith(" [cut]"), lines[0].length]);`,
+      { module: libModule("sessions/lines.ts") },
+    );
+    expect(seen).toEqual([1, true, 1001 * 1000 + 5]);
   });
 });

@@ -55,3 +55,22 @@ test("a stdio child that ends while a process it started holds its stderr: its l
     `MCP server 'local' stderr: last words: ${REDACTED}`,
   ]);
 });
+
+test("a stdio child that ends while a process it started holds its stderr, in the middle of a line: its last word is not logged", async () => {
+  const SECRET = "tok-cut-short-8Rw";
+  const sleeper = `32${process.pid}.7`;
+  // As above, but the last line stops after the first characters of the secret (the rest of a write never came).
+  const script = `sleep ${sleeper} & bash "$0"; printf 'closing\\nusage: server --token %s' "\${API_TOKEN:0:4}" >&2`;
+  const server = McpServerSchema.parse({ type: "stdio", command: "bash", args: ["-c", script, SH_SERVER], env: { API_TOKEN: SECRET } });
+  const logger = new RecordingLogger();
+  const pool = new SessionPool(logger, { secretsFor: () => [SECRET] });
+  try {
+    (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
+  } finally {
+    await pool.close();
+  }
+  expect(pidsWithMarker(sleeper)).toEqual([]);
+  const stderr = () => logger.messages("debug").filter((m) => m.startsWith("MCP server 'local' stderr: "));
+  expect(await waitUntil(() => stderr().some((m) => m.includes("usage")))).toBe(true);
+  expect(stderr()).toEqual(["MCP server 'local' stderr: closing", "MCP server 'local' stderr: usage: server --token [cut]"]);
+});

@@ -9,6 +9,16 @@ import { sliceWhole } from "../shared/text";
  * longer form that is still arriving when its line is cut can be logged in part.
  */
 export const CUT_KEEP_CHARS = 4096;
+/** What stands for the last word of a line cut under its writer. */
+const CUT_WORD = "[cut]";
+const WHITESPACE = /\s/;
+
+/** `line` with its last word (what follows its last whitespace) as `CUT_WORD`; read from the end, in linear time. */
+function withLastWordCut(line: string): string {
+  let start = line.length;
+  while (start > 0 && !WHITESPACE.test(line[start - 1])) start -= 1;
+  return start === line.length ? line : line.slice(0, start) + CUT_WORD;
+}
 
 /** A line made only of base64 digits (either alphabet) and padding: possibly one line of a wrapped run. */
 const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
@@ -89,13 +99,19 @@ export class LineSplitter {
     return lines;
   }
 
-  flush(): string[] {
+  /**
+   * What is left, at the stream's end. `cut`: the stream was closed under the writer (not ended by it), so its last,
+   * unfinished line may stop inside a secret, whose first characters no redaction recognises: that line's last word is
+   * shown as `[cut]` unless it is a redacted secret.
+   */
+  flush(cut = false): string[] {
     const rest = this.pending + this.decoder.end();
     this.pending = "";
     if (rest === "") return [];
     // What was held back is whole lines, before the last unfinished one.
     const lines = this.redact(rest).split(/\r?\n/);
     if (lines[lines.length - 1] === "") lines.pop();
+    else if (cut && !lines[lines.length - 1].endsWith(REDACTED)) lines[lines.length - 1] = withLastWordCut(lines[lines.length - 1]);
     return lines;
   }
 

@@ -65,14 +65,19 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
         if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(escapeControls(line), STDERR_LINE_LIMIT)}`);
       };
       transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
-      transport.stderr?.on("end", () => lines.flush().forEach(log));
+      // Set when our end of the child's stderr was closed under it (see below), not ended by the child.
+      let cutUnderWriter = false;
+      transport.stderr?.on("end", () => lines.flush(cutUnderWriter).forEach(log));
       // A process the child started may hold the child's stderr open: once the child is gone the pool destroys our end
       // of the pipe (`whenGone`), which never ends the SDK's copy of the stream. It is ended here, so what the splitter
-      // still holds (a last line without its newline, lines held back for a wrapped base64 run) is logged too.
+      // still holds (a last line without its newline, its last word cut, and lines held back for a wrapped base64 run) is
+      // logged too.
       onChildStart(transport, (child) =>
         child.stderr?.once("close", () => {
           const copy = transport.stderr as Writable | null;
-          if (copy && !copy.writableEnded) copy.end();
+          if (!copy || copy.writableEnded) return;
+          cutUnderWriter = child.stderr?.readableEnded !== true;
+          copy.end();
         }),
       );
       return transport;
