@@ -31,16 +31,16 @@ test("a stdio child's stderr reaches the debug log with terminal controls shown,
   }
 });
 
-test("a stdio child that ends while a process it started holds its stderr: its last lines still reach the log, scrubbed", async () => {
-  const SECRET = "tok-last-words-7Qx";
-  const sleeper = `31${process.pid}.7`;
-  // The server (sh-server.sh) runs behind a shell that started a background process sharing its stderr. When the
-  // session closes, the shell writes a line held back as a possible wrapped base64 run and a last line without a
-  // newline, quoting its secret, and exits; the background process still holds the pipe.
-  const script = `sleep ${sleeper} & bash "$0"; printf 'closing\\nQUJDREVGR0hJSktMTU5PUA==\\nlast words: %s' "$API_TOKEN" >&2`;
-  const server = McpServerSchema.parse({ type: "stdio", command: "bash", args: ["-c", script, SH_SERVER], env: { API_TOKEN: SECRET } });
+/**
+ * The stderr lines logged for the server (sh-server.sh) run behind a shell that started a background process sharing
+ * its stderr: when the session closes, the shell writes `lastWrite` (quoting `$API_TOKEN`, the secret) without a final
+ * newline and exits, while the background process still holds the pipe. Waits until `awaited` is logged.
+ */
+async function stderrOfEndedChild(secret: string, lastWrite: string, awaited: string, sleeper: string): Promise<string[]> {
+  const script = `sleep ${sleeper} & bash "$0"; printf ${lastWrite} >&2`;
+  const server = McpServerSchema.parse({ type: "stdio", command: "bash", args: ["-c", script, SH_SERVER], env: { API_TOKEN: secret } });
   const logger = new RecordingLogger();
-  const pool = new SessionPool(logger, { secretsFor: () => [SECRET] });
+  const pool = new SessionPool(logger, { secretsFor: () => [secret] });
   try {
     (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
   } finally {
@@ -48,8 +48,14 @@ test("a stdio child that ends while a process it started holds its stderr: its l
   }
   expect(pidsWithMarker(sleeper)).toEqual([]);
   const stderr = () => logger.messages("debug").filter((m) => m.startsWith("MCP server 'local' stderr: "));
-  expect(await waitUntil(() => stderr().some((m) => m.includes("last words")))).toBe(true);
-  expect(stderr()).toEqual([
+  expect(await waitUntil(() => stderr().some((m) => m.includes(awaited)))).toBe(true);
+  return stderr();
+}
+
+test("a stdio child that ends while a process it started holds its stderr: its last lines still reach the log, scrubbed", async () => {
+  // A line held back as a possible wrapped base64 run, then a last line without a newline quoting the whole secret.
+  const lines = await stderrOfEndedChild("tok-last-words-7Qx", `'closing\\nQUJDREVGR0hJSktMTU5PUA==\\nlast words: %s' "$API_TOKEN"`, "last words", `31${process.pid}.7`);
+  expect(lines).toEqual([
     "MCP server 'local' stderr: closing",
     "MCP server 'local' stderr: QUJDREVGR0hJSktMTU5PUA==",
     `MCP server 'local' stderr: last words: ${REDACTED}`,
@@ -57,20 +63,7 @@ test("a stdio child that ends while a process it started holds its stderr: its l
 });
 
 test("a stdio child that ends while a process it started holds its stderr, in the middle of a line: its last word is not logged", async () => {
-  const SECRET = "tok-cut-short-8Rw";
-  const sleeper = `32${process.pid}.7`;
-  // As above, but the last line stops after the first characters of the secret (the rest of a write never came).
-  const script = `sleep ${sleeper} & bash "$0"; printf 'closing\\nusage: server --token %s' "\${API_TOKEN:0:4}" >&2`;
-  const server = McpServerSchema.parse({ type: "stdio", command: "bash", args: ["-c", script, SH_SERVER], env: { API_TOKEN: SECRET } });
-  const logger = new RecordingLogger();
-  const pool = new SessionPool(logger, { secretsFor: () => [SECRET] });
-  try {
-    (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
-  } finally {
-    await pool.close();
-  }
-  expect(pidsWithMarker(sleeper)).toEqual([]);
-  const stderr = () => logger.messages("debug").filter((m) => m.startsWith("MCP server 'local' stderr: "));
-  expect(await waitUntil(() => stderr().some((m) => m.includes("usage")))).toBe(true);
-  expect(stderr()).toEqual(["MCP server 'local' stderr: closing", "MCP server 'local' stderr: usage: server --token [cut]"]);
+  // The last line stops after the first characters of the secret (the rest of a write never came).
+  const lines = await stderrOfEndedChild("tok-cut-short-8Rw", `'closing\\nusage: server --token %s' "\${API_TOKEN:0:4}"`, "usage", `32${process.pid}.7`);
+  expect(lines).toEqual(["MCP server 'local' stderr: closing", "MCP server 'local' stderr: usage: server --token [cut]"]);
 });
