@@ -361,12 +361,12 @@ describe("the thread workspace", () => {
     expect((await stat(tmp)).mode & 0o777).toBe(0o700);
   });
 
-  test("the child's environment: the server's env, the temp folders, PYTHONSAFEPATH, the session tag and the six host variables the MCP SDK passes, nothing else of the host's", async () => {
+  test("the child's environment: the server's env, the temp folders, the session tag and the six host variables the MCP SDK passes, nothing else of the host's", async () => {
     process.env.HARNESS_HOST_ONLY_SECRET = "never-in-a-child";
     try {
       const where = JSON.parse(String((await callThroughGraph(graph, "local_where", {}, scope("alice", "ws-env"))).content)) as { envNames: string[] };
       const host = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"].filter((name) => process.env[name] !== undefined);
-      const expected = [...host, ...Object.keys(launch.env), "TMPDIR", "TMP", "TEMP", "PYTHONSAFEPATH", "MCP_HARNESS_STDIO_SESSION"];
+      const expected = [...host, ...Object.keys(launch.env), "TMPDIR", "TMP", "TEMP", "MCP_HARNESS_STDIO_SESSION"];
       expect(where.envNames).toEqual(expected.sort());
     } finally {
       delete process.env.HARNESS_HOST_ONLY_SECRET;

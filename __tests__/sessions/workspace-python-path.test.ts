@@ -10,7 +10,7 @@ import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
-import { PYTHON_LAUNCHER_DIR, PYTHON_LAUNCHER_MODULE, pythonHasSafePath, pythonModuleLaunch } from "../fixtures/python-launcher";
+import { PYTHON_LAUNCHER_DIR, PYTHON_LAUNCHER_MODULE, pythonHasSafePath, pythonModuleLaunch, pythonScriptLaunch } from "../fixtures/python-launcher";
 import { stdioFixture } from "../fixtures/stdio";
 
 const hasSafePath = pythonHasSafePath();
@@ -35,6 +35,7 @@ beforeAll(async () => {
       // The operator's own folder holds the module: `-m` finds it there, as it always did.
       own: { type: "stdio", ...py("own", false), cwd: PYTHON_LAUNCHER_DIR },
       opted: { type: "stdio", ...optedOut, env: { ...optedOut.env, PYTHONSAFEPATH: "" } },
+      script: { type: "stdio", ...pythonScriptLaunch(stdioFixture({ name: "script", toolNames: ["where"] })) },
     },
   });
   toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
@@ -69,6 +70,10 @@ withSafePath("python3 -m <module> started in the thread workspace", () => {
 
   test("a server with a configured cwd keeps the cwd on sys.path: its module is found there", async () => {
     expect((await whereOf("own_where", "own")).cwd).toBe(PYTHON_LAUNCHER_DIR);
+  });
+
+  test("a server run as a script (python3 /path/server.py) still imports its sibling modules: it does not get PYTHONSAFEPATH", async () => {
+    expect((await whereOf("script_where", "script")).cwd).toBe(workspaceOf("script"));
   });
 
   test("the server's env decides when it sets PYTHONSAFEPATH (empty: off, as Python reads it)", async () => {
