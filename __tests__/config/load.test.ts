@@ -337,6 +337,7 @@ describe("loadExtensionsConfig", () => {
       it.each([
         ["an unset variable", { command: "node", env: { AUTH: "token:$NOT_SET_ANYWHERE" } }],
         ["a shell's variable in an argument", { command: "sh", args: ["-c", "exec node server.js --token $API_TOKEN"] }],
+        ["a shell's variable in a URL of a script argument", { command: "sh", args: ["-c", "exec npx mcp-remote https://api.example.com/mcp?key=$API_TOKEN"] }],
         ["a whole value", { command: "node", env: { AUTH: "$API_TOKEN" } }],
         ["braces", { command: "node", env: { AUTH: "token:${API_TOKEN}" } }],
         ["the $$ escape", { command: "node", env: { AUTH: "token:$$API_TOKEN" } }],

@@ -138,6 +138,18 @@ describe("LineSplitter", () => {
     expect(cutOff("whole line\n", true)).toEqual(["whole line"]);
   });
 
+  test("a wrapped base64 run cut under its writer: its lines that came whole (a secret's first bytes, encoded) are [cut] too", () => {
+    const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    const base64 = Buffer.from(`user:${secret}`).toString("base64");
+    const one = Redactor.of([secret]);
+    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    // Two whole lines of the run, then the first characters of the third: the child was gone before the rest.
+    const wrapped = base64.match(/.{20}/g)!;
+    const lines = [...splitter.push(Buffer.from(`auth\n${wrapped[0]}\n${wrapped[1]}\n${wrapped[2].slice(0, 5)}`)), ...splitter.flush(true)];
+    for (const piece of wrapped.slice(0, 2)) expect(lines.join("\n")).not.toContain(piece);
+    expect(lines).toEqual(["auth", "[cut]"]);
+  });
+
   // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking
   // it. A server's JSON log line quoting a long output (@agent-infra/mcp-server-commands logs a failed command's
   // stdout so): tried for a trailing base64 run from each of its digits, 60,000 of them held the event loop 9 s.

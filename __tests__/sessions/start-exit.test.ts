@@ -66,6 +66,25 @@ describe("a stdio child that ends before its MCP session started", () => {
     expect(fine.status).toBe("success");
   });
 
+  test("a single-threaded child that exits is told by its exit code, though its output ends before it is a zombie", async () => {
+    // Python's pipes close as it exits, before the kernel makes it a zombie: /proc then still shows it running (state R,
+    // with the kernel's "exiting" flag), seen at more than half of such ends.
+    const fixture = stdioFixture({ name: "py", toolNames: ["pid"] });
+    const run = `import os, sys\nif "doomed" in os.getcwd(): sys.exit(3)\nos.execvp(${JSON.stringify(fixture.command)}, ${JSON.stringify([fixture.command, ...fixture.args])})`;
+    const configPath = await writeConfig(await makeTempDir("mcp-start-exit-cfg-"), {
+      mcpServers: { py: { type: "stdio", command: "python3", args: ["-c", run], env: fixture.env } },
+    });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir: await makeTempDir("mcp-start-exit-data-") });
+    toolkits.push(toolkit);
+    const graph = toolNodeGraph(await toolkit.getTools());
+    const lines = new Set<unknown>();
+    for (let i = 0; i < 8; i += 1) lines.add((await callThroughGraph(graph, "py_pid", {}, { configurable: { thread_id: `doomed-${i}` } })).content);
+    expect([...lines]).toEqual([
+      "MCP tool 'pid' on server 'py' failed: the stdio MCP server 'py' exited with code 3 before its MCP session started " +
+        "(its stderr lines are in the debug log)",
+    ]);
+  });
+
   test("discovery's warning says how it ended", async () => {
     const logger = new RecordingLogger();
     const configPath = await writeConfig(await makeTempDir("mcp-start-exit-cfg-"), {

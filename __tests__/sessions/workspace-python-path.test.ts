@@ -35,6 +35,7 @@ beforeAll(async () => {
       // The operator's own folder holds the module: `-m` finds it there, as it always did.
       own: { type: "stdio", ...py("own", false), cwd: PYTHON_LAUNCHER_DIR },
       opted: { type: "stdio", ...optedOut, env: { ...optedOut.env, PYTHONSAFEPATH: "" } },
+      // `python3 /path/server.py`: Python puts the script's folder (not the cwd) first on sys.path.
       script: { type: "stdio", ...pythonScriptLaunch(stdioFixture({ name: "script", toolNames: ["where"] })) },
     },
   });
@@ -72,7 +73,7 @@ withSafePath("python3 -m <module> started in the thread workspace", () => {
     expect((await whereOf("own_where", "own")).cwd).toBe(PYTHON_LAUNCHER_DIR);
   });
 
-  test("a server run as a script (python3 /path/server.py) still imports its sibling modules: it does not get PYTHONSAFEPATH", async () => {
+  test("a server started as python3 /path/server.py imports its sibling modules (PYTHONSAFEPATH would drop the script's folder from sys.path)", async () => {
     expect((await whereOf("script_where", "script")).cwd).toBe(workspaceOf("script"));
   });
 

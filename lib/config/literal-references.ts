@@ -4,7 +4,7 @@
  * and refuses it, or connects without the secret, and nothing says why. Where no shell reads the value (a header, the
  * URL, the child's environment, a URL among the arguments) and `NAME` is a variable the loader sees, that is almost
  * surely a mistake: the loader warns, naming the field and the variable, never a value. Other arguments are not looked
- * at: `sh -c "… $PWD …"` means the shell's variable.
+ * at: `sh -c "… $PWD …"` means the shell's variable, also beside a URL (`sh -c "npx mcp-remote https://…?key=$KEY"`).
  */
 import { isPlainObject } from "../shared/plain-object";
 import { resolveEnvReferences } from "./env";
@@ -34,6 +34,9 @@ function* unexpandedFields(server: Record<string, unknown>, at: PropertyKey[]): 
   }
   if (typeof server.url === "string") yield [[...at, "url"], server.url];
   if (Array.isArray(server.args)) {
-    for (const [i, arg] of server.args.entries()) if (typeof arg === "string" && arg.includes("://")) yield [[...at, "args", i], arg];
+    for (const [i, arg] of server.args.entries()) if (typeof arg === "string" && isUrlArgument(arg)) yield [[...at, "args", i], arg];
   }
 }
+
+/** A URL (or `--flag=URL`) as a whole: a shell script that holds one has spaces, and its shell expands its `$NAME`. */
+const isUrlArgument = (arg: string): boolean => arg.includes("://") && !/\s/.test(arg);

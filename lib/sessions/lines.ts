@@ -22,6 +22,20 @@ function withLastWordCut(line: string): string {
 
 /** A line made only of base64 digits (either alphabet) and padding: possibly one line of a wrapped run. */
 const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
+
+/**
+ * `lines` with the last one's last word cut; when that line is base64 digits only, the wrapped run it ends (its whole
+ * lines, held back until now, may be the encoded first bytes of a secret whose rest never came) is cut with it, from
+ * its first line's last word.
+ */
+function withCutRun(lines: string[]): string[] {
+  let start = lines.length - 1;
+  if (BASE64_LINE.test(lines[start])) {
+    while (start > 0 && BASE64_LINE.test(lines[start - 1])) start -= 1;
+    if (start > 0 && endsInBase64Digits(lines[start - 1])) start -= 1;
+  }
+  return [...lines.slice(0, start), withLastWordCut(lines[start])];
+}
 /** The last 16 characters before a line's padding: base64 digits (either alphabet) only. */
 const BASE64_TAIL_DIGITS = /^[A-Za-z0-9+/_-]{16}$/;
 
@@ -111,7 +125,7 @@ export class LineSplitter {
     // What was held back is whole lines, before the last unfinished one.
     const lines = this.redact(rest).split(/\r?\n/);
     if (lines[lines.length - 1] === "") lines.pop();
-    else if (cut && !lines[lines.length - 1].endsWith(REDACTED)) lines[lines.length - 1] = withLastWordCut(lines[lines.length - 1]);
+    else if (cut && !lines[lines.length - 1].endsWith(REDACTED)) return withCutRun(lines);
     return lines;
   }
 

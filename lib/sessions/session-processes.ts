@@ -108,9 +108,13 @@ async function statOf(pid: number): Promise<ProcStat | undefined> {
   return { ppid: Number(fields[1]), start: fields[19] };
 }
 
+/** The kernel's PF_EXITING in a /proc stat's `flags`: set as a process begins to exit, before it closes its files. */
+const PF_EXITING = 0x4;
+
 /**
- * Whether `pid` is a process still running (not a zombie) by /proc, read at once: `undefined` where /proc cannot tell
- * (another OS, the pid gone).
+ * Whether `pid` is a process still running (not a zombie, not exiting) by /proc, read at once: `undefined` where /proc
+ * cannot tell (another OS, the pid gone). A process's pipes close as it exits, before it is a zombie: its state then
+ * still reads R (a Python child that exits, at more than half of its ends), its flags say it is exiting.
  */
 export function isRunningNow(pid: number): boolean | undefined {
   let text: string;
@@ -119,8 +123,8 @@ export function isRunningNow(pid: number): boolean | undefined {
   } catch {
     return undefined;
   }
-  const state = statFields(text)[0];
-  return state !== undefined && state !== "Z" && state !== "X";
+  const [state, , , , , , flags] = statFields(text);
+  return state !== undefined && state !== "Z" && state !== "X" && (Number(flags) & PF_EXITING) === 0;
 }
 
 /** The fields of a /proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th. */

@@ -3,7 +3,7 @@ import { constants } from "node:fs";
 import { lstat, mkdir, open } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
-import { putsCwdOnSysPath } from "./python-path";
+import { startsPythonFromCwd } from "./python-cwd-path";
 export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "../shared/data-dir";
 
 /** Where the model sees a thread's `user-data` folder. */
@@ -12,9 +12,8 @@ export const VIRTUAL_USER_DATA = "/mnt/user-data";
 export const INTERNAL_DIR_NAME = ".mcp";
 const TEMP_ENV_KEYS = ["TMPDIR", "TMP", "TEMP"] as const;
 /**
- * Given to a Python child run as `-m`/`-c` in the thread workspace: Python (3.11+) then leaves the cwd off `sys.path`,
- * where `python3 -m <module>` would run a `<module>.py` (or a `json.py` it imports) that a tool wrote there. Not to
- * others: it also keeps a script's own folder off `sys.path` (`python3 server.py` could not import its siblings).
+ * Given to a child started in the thread workspace as `python3 -m` or `-c`: Python (3.11+) then leaves the cwd off
+ * `sys.path`, where `python3 -m <module>` would run a `<module>.py` (or a `json.py` it imports) that a tool wrote there.
  */
 const PYTHON_SAFE_PATH_ENV = "PYTHONSAFEPATH";
 const SAFE_THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -156,14 +155,16 @@ export interface StdioLaunch {
 /**
  * Where a stdio child runs: the operator's `cwd` and temp variables win; otherwise the thread workspace and its
  * `.mcp/tmp`, unless that folder could not be made ready (`tmpReady` false: the host's temp folder then), with
- * `PYTHONSAFEPATH=1` for `python -m`/`-c` unless the server's `env` sets it. The rest of the server's `env` is kept as
- * configured.
+ * `PYTHONSAFEPATH=1` for a command line that has Python read modules from its cwd, unless the server's `env` sets it.
+ * The rest of the server's `env` is kept as configured.
  */
 export function stdioLaunch(server: McpServerConfig, paths: ThreadPaths | undefined, tmpReady = true): StdioLaunch {
   const env = { ...server.env };
   if (!paths) return { cwd: server.cwd || undefined, env };
   if (tmpReady) for (const key of TEMP_ENV_KEYS) if (!Object.hasOwn(env, key)) env[key] = paths.tmp;
   if (server.cwd) return { cwd: server.cwd, env };
-  if (!Object.hasOwn(env, PYTHON_SAFE_PATH_ENV) && putsCwdOnSysPath(server.command, server.args)) env[PYTHON_SAFE_PATH_ENV] = "1";
+  if (!Object.hasOwn(env, PYTHON_SAFE_PATH_ENV) && startsPythonFromCwd(server.command ?? "", server.args ?? [])) {
+    env[PYTHON_SAFE_PATH_ENV] = "1";
+  }
   return { cwd: paths.workspace, env };
 }
