@@ -306,6 +306,6 @@ describe("remembered header sets", () => {
     const again = await call("alice", "run-519");
     expect(again.sessionId).toBe(last.sessionId);
     expect(http.requests.filter((r) => r.method === "POST").length - postsBefore).toBe(1);
-    // More than 1024 new sessions: about 20 s alone on 2 cores, over 60 s beside other suites (jest's default here).
+    // More than 1024 new sessions: about 9 s alone on 2 cores, over 60 s beside other suites (jest's default here).
   }, 240_000);
 });
