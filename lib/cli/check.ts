@@ -2,6 +2,7 @@ import { isDisabledServer, McpTaskConfigurationError, type LoadedExtensionsConfi
 import { buildCustomInterceptor, interceptorSpecs, InterceptorSpecError } from "../credentials";
 import { validateStdioLaunch } from "../gateway";
 import { checkedTaskServers, probeServers, type ServerProbe } from "../mcp";
+import { stderrLogPrefix } from "../sessions";
 import { resolveDataDir } from "../shared/data-dir";
 import { RecordingLogger } from "../shared/logger";
 import { parseArgs } from "./args";
@@ -123,7 +124,7 @@ async function taskToolsetsProblem(loaded: LoadedExtensionsConfig, io: CliIo): P
  * escaped and bounded): a server that exits at startup usually says why there.
  */
 function stderrLines(logger: RecordingLogger, server: string): string[] {
-  const prefix = `MCP server '${server}' stderr: `;
+  const prefix = stderrLogPrefix(server);
   return logger
     .messages("debug")
     .filter((message) => message.startsWith(prefix))

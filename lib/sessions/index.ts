@@ -30,3 +30,4 @@ export { hostArguments, withNamedPaths, type HostArguments } from "./argument-pa
 export { isConnectionClosed, isDroppedConnection, isExpiredSession, isExpiredWhileStarting, isGatewayProcessFailed } from "./expired";
 export { isLostCall, LOST_CALL_CODE } from "./lost-calls";
 export { SESSION_TAG_ENV } from "./session-processes";
+export { stderrLogPrefix } from "./transport";

@@ -588,11 +588,11 @@ export class SessionPool {
           transport.onclose?.();
           void transport.close().catch(() => undefined);
         };
-        // A child that exited has closed its output too: one still running then closed it itself.
         started.stdout?.once("end", () => {
+          // A child that exited has closed its output too: one still running then closed it itself.
           if (!hasExited(started) && started.pid !== undefined && isRunningNow(started.pid) === true) entry.outputClosedRunning = true;
+          cutOff();
         });
-        started.stdout?.once("end", cutOff);
         started.stdin?.once("error", cutOff);
       });
     }

@@ -104,7 +104,7 @@ async function statOf(pid: number): Promise<ProcStat | undefined> {
     return undefined;
   }
   const fields = statFields(text);
-  if (fields.length < 20 || fields[0] === "Z" || fields[0] === "X") return undefined;
+  if (fields.length < 20 || isGoneState(fields[0])) return undefined;
   return { ppid: Number(fields[1]), start: fields[19] };
 }
 
@@ -124,7 +124,12 @@ export function isRunningNow(pid: number): boolean | undefined {
     return undefined;
   }
   const [state, , , , , , flags] = statFields(text);
-  return state !== undefined && state !== "Z" && state !== "X" && (Number(flags) & PF_EXITING) === 0;
+  return state !== undefined && !isGoneState(state) && (Number(flags) & PF_EXITING) === 0;
+}
+
+/** A /proc stat state of a process that is gone but not yet reaped (zombie) or dead. */
+function isGoneState(state: string | undefined): boolean {
+  return state === "Z" || state === "X";
 }
 
 /** The fields of a /proc/<pid>/stat after the command name (which may hold spaces and parentheses): state, ppid, …, starttime as the 20th. */
@@ -319,7 +324,7 @@ async function isGone(pid: number, start: string): Promise<boolean> {
   }
   const fields = statFields(text);
   if (fields.length < 20) return false;
-  if (fields[0] === "Z" || fields[0] === "X") return true;
+  if (isGoneState(fields[0])) return true;
   return fields[19] !== start && !(await otherTimeNamespace(pid));
 }
 

@@ -29,6 +29,11 @@ export interface TransportOptions {
 }
 
 const STDERR_LINE_LIMIT = 500;
+
+/** What each debug log line of a stdio server's stderr starts with (`check` reads the lines back by it). */
+export function stderrLogPrefix(serverName: string): string {
+  return `MCP server '${serverName}' stderr: `;
+}
 /** A line that grows past this without a newline is logged in pieces (cut where no secret lies across the cut). */
 const STDERR_PENDING_LIMIT = 64 * 1024;
 
@@ -62,7 +67,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       // redaction), scrubbed by the splitter and bounded, instead of the parent's stderr.
       const lines = new LineSplitter(STDERR_PENDING_LIMIT, opts.redact);
       const log = (line: string) => {
-        if (line.trim()) opts.logger.debug(`MCP server '${serverName}' stderr: ${boundText(escapeControls(line), STDERR_LINE_LIMIT)}`);
+        if (line.trim()) opts.logger.debug(stderrLogPrefix(serverName) + boundText(escapeControls(line), STDERR_LINE_LIMIT));
       };
       transport.stderr?.on("data", (chunk: Buffer) => lines.push(chunk).forEach(log));
       // Set when our end of the child's stderr was closed under it (see below), not ended by the child.
