@@ -569,6 +569,8 @@ describe("children that die, calls that fail", () => {
     expect(await pid(scope("gina", "timeout"))).toBe(first);
   });
 
+  // The error is held above the innermost handler, which has already dropped the old session by then: the pool's own
+  // check (a late closed-connection error must find its session still in the pool) is pinned by late-invalidation.test.ts.
   test("a late error from an old child's call does not evict its replacement", async () => {
     const options = scope("hank", "late");
     const first = await pid(options);
