@@ -314,6 +314,48 @@ describe("loadExtensionsConfig", () => {
       });
     });
 
+    describe("a URL taken whole from a variable, its user info not percent-encoded", () => {
+      const reason = (where: string, variable: string) =>
+        `MCP server 'db': ${where} takes a URL from \${${variable}} whose user info is not percent-encoded (an '@' after the ` +
+        "end of its host, or a second '@' in a URL other than http, ws, ftp or file): the start of the user info would be " +
+        "read as host, path or query; percent-encode the user info (an '@' in the path or query as %40); not starting it";
+      const http = (url: string) => ({ type: "http", url });
+      const stdio = (value: string) => ({ command: "node", env: { DATABASE_URL: value } });
+
+      it.each([
+        // `new URL` reads host "ss": fetch would fail with `getaddrinfo ENOTFOUND ss`, a piece of the password.
+        ["a password holding '/' and '#'", "http", http("$DB_URL"), "mcpServers.db.url", "https://user:Sx9kQ@ss/w#rd-Kq9@api.example.com/mcp"],
+        ["a token user holding '/'", "http", http("${DB_URL}"), "mcpServers.db.url", "https://Sx9kQ-tok/en-Kq9@api.example.com/mcp"],
+        ["a token user holding '#'", "http", http("$DB_URL"), "mcpServers.db.url", "http://Sx9kQ-tok#en-Kq9@127.0.0.1:8080/mcp"],
+        ["a token user holding '?'", "http", http("$DB_URL"), "mcpServers.db.url", "https://Sx9kQ-tok?en-Kq9@api.example.com/mcp"],
+        ["a token user holding '\\' (read as '/' in a web URL)", "http", http("$DB_URL"), "mcpServers.db.url", "https://Sx9kQ-tok\\en-Kq9@api.example.com/mcp"],
+        ["a URL that a longer value continues", "http", http("${DB_URL}/mcp"), "mcpServers.db.url", "https://Sx9kQ-tok/en-Kq9@api.example.com"],
+        ["a connection string in env holding '/'", "stdio", stdio("$DB_URL"), "mcpServers.db.env.DATABASE_URL", "postgresql://app:Sx9kQ/w-Kq9@db:5432/app"],
+        // libpq takes the user info up to the first '@': `could not translate host name "ss@db"`.
+        ["a connection string in env holding '@'", "stdio", stdio("$DB_URL"), "mcpServers.db.env.DATABASE_URL", "postgresql://app:Sx9kQ@ss-Kq9@db/app"],
+      ])("%s is refused: the server is skipped naming field and variable, never the value", async (_what, transport, server, where, value) => {
+        const loaded = await load({ mcpServers: { db: server, other: { command: "npx" } } }, { DB_URL: value });
+        expect(Object.keys(loaded.config.mcpServers)).toEqual(["other"]);
+        expect(loaded.skipped).toEqual([{ server: "db", transport, reason: reason(where, "DB_URL") }]);
+        expect(logger.messages("warn")).toEqual([reason(where, "DB_URL")]);
+        for (const piece of ["Sx9kQ", "Kq9"]) expect(JSON.stringify(logger.lines)).not.toContain(piece);
+      });
+
+      it.each([
+        ["a URL with percent-encoded user info", http("$DB_URL"), "https://user:p%40ss%2Fw%23rd@api.example.com/mcp"],
+        ["a web URL with an '@' in the user info, which its parsers take up to the last '@'", http("$DB_URL"), "https://me@corp.example:x@api.example.com/mcp"],
+        ["a URL with an '@' starting a path segment (a Smithery server)", http("$DB_URL"), "https://server.smithery.ai/@owner/github/mcp?api_key=k"],
+        ["a URL without user info", http("$DB_URL"), "https://api.example.com/mcp?x=a/b"],
+        ["a connection string with percent-encoded user info", stdio("$DB_URL"), "postgresql://app:p%40ss%2Fw@db/app"],
+        ["two URLs, the first with a path", stdio("$DB_URL"), "http://a.example/x,postgresql://app:pw@db/app"],
+        ["a package pinned to a version, as an argument", { command: "uvx", args: ["--from", "$DB_URL", "tool"] }, "git+https://github.com/org/repo@v1.2"],
+      ])("%s loads", async (_what, server, value) => {
+        const loaded = await load({ mcpServers: { db: server } }, { DB_URL: value });
+        expect(loaded.skipped).toEqual([]);
+        expect(Object.keys(loaded.config.mcpServers)).toEqual(["db"]);
+      });
+    });
+
     describe("a $NAME inside a longer value", () => {
       const warning = (where: string, variable: string) =>
         `MCP server 'db': ${where} holds $${variable} inside a longer value, where it is sent as written (only a whole value ` +

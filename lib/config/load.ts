@@ -19,7 +19,7 @@ import {
   type McpTransportType,
 } from "./schema";
 import { readSignedFile, type ConfigSignature } from "./signature";
-import { userInfoReferenceProblem } from "./url-user-info";
+import { urlValueProblem, userInfoReferenceProblem } from "./url-user-info";
 import { literalReferenceWarnings } from "./literal-references";
 
 export interface LoadExtensionsConfigOptions {
@@ -58,7 +58,8 @@ export interface LoadedExtensionsConfig {
 
 /**
  * Reads, `$VAR`-resolves and validates the extensions config (SPEC §2). An enabled server that
- * references an unset variable, puts a value into a URL's user info that would end it there, or lacks the
+ * references an unset variable, puts a value into a URL's user info that would end it there (or takes a whole URL whose
+ * user info is not percent-encoded from one), or lacks the
  * `command`/`url` its transport needs, is skipped with a warning while the others load; anything else invalid throws a
  * `ConfigValidationError`.
  */
@@ -148,7 +149,11 @@ function prepareServers(
       continue;
     }
     const resolved = laxServer(value) as Record<string, unknown>;
-    const problem = missingTransportField(name, resolved) ?? staticHeadersProblem(name, resolved) ?? userInfoReferenceProblem(name, server, env);
+    const problem =
+      missingTransportField(name, resolved) ??
+      staticHeadersProblem(name, resolved) ??
+      userInfoReferenceProblem(name, server, env) ??
+      urlValueProblem(name, server, env);
     if (problem !== null) {
       skipped.push({ server: name, transport: transportOf(resolved), reason: problem });
       continue;

@@ -6,6 +6,7 @@
  * redaction recognises a piece of it.
  */
 import { isPlainObject } from "../shared/plain-object";
+import { userInfoUnencoded, WEB_SCHEMES } from "../shared/url-user-info";
 import { resolveEnvReferences } from "./env";
 import { formatIssuePath } from "./errors";
 
@@ -21,11 +22,6 @@ const NAMES: NodeJS.ProcessEnv = new Proxy({}, { get: (_target, name) => (typeof
 const AUTHORITY = /(?:(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*))?:\/\/(?=([^/?#\s'"<>]*))/g;
 const REFERENCE = new RegExp(`${OPEN}([A-Za-z_][A-Za-z0-9_]*)${CLOSE}`, "g");
 const ENDS_USER_INFO = /[/?#]/;
-/**
- * Web URLs: the WHATWG parser (Node's `URL`, `fetch`) reads a `\` in them as a `/`. Their parsers take the user info up to
- * the last `@` (WHATWG, Python's urllib, Go's net/url), so an `@` (a user that is an email address) may stay there.
- */
-const SPECIAL_SCHEMES: ReadonlySet<string> = new Set(["http", "https", "ws", "wss", "ftp", "file"]);
 
 /**
  * The first string of an enabled server that puts a variable with such a value into a URL's user info, as a skip
@@ -38,7 +34,7 @@ export function userInfoReferenceProblem(name: string, server: Record<string, un
     for (const [, scheme, authority] of template.matchAll(AUTHORITY)) {
       const at = authority.lastIndexOf("@");
       if (at === -1) continue;
-      const special = scheme !== undefined && SPECIAL_SCHEMES.has(scheme.toLowerCase());
+      const special = scheme !== undefined && WEB_SCHEMES.has(scheme.toLowerCase());
       for (const [, variable] of authority.slice(0, at).matchAll(REFERENCE)) {
         const value: unknown = env[variable];
         if (typeof value === "string" && (ENDS_USER_INFO.test(value) || value.includes(special ? "\\" : "@"))) {
@@ -49,6 +45,32 @@ export function userInfoReferenceProblem(name: string, server: Record<string, un
           );
         }
       }
+    }
+  }
+  return null;
+}
+
+/**
+ * A server's `url`, or an `env` value (`DATABASE_URL`), taking a URL from a variable (`"url": "$SERVER_URL"`) whose
+ * user info is not percent-encoded (`https://user:p@ss/w#rd@host/mcp`, see `userInfoUnencoded`). As a skip reason
+ * naming the field and the variable (never the value); `null` when there is none. Arguments are not looked at: a whole
+ * `$VAR` there may well be a package pinned to a version (`git+https://host/org/repo@v1`).
+ */
+export function urlValueProblem(name: string, server: Record<string, unknown>, env: NodeJS.ProcessEnv): string | null {
+  const fields: [PropertyKey[], unknown][] = [[["url"], server.url]];
+  if (isPlainObject(server.env)) for (const [key, value] of Object.entries(server.env)) fields.push([["env", key], value]);
+  for (const [field, text] of fields) {
+    if (typeof text !== "string" || !text.includes("$")) continue;
+    const template = resolveEnvReferences(text, NAMES).value as string;
+    for (const [, variable] of template.matchAll(REFERENCE)) {
+      const value: unknown = env[variable];
+      if (typeof value !== "string" || !value.includes("://") || !userInfoUnencoded(value, true)) continue;
+      return (
+        `MCP server '${name}': ${formatIssuePath(["mcpServers", name, ...field])} takes a URL from \${${variable}} whose user ` +
+        "info is not percent-encoded (an '@' after the end of its host, or a second '@' in a URL other than http, ws, ftp or " +
+        "file): the start of the user info would be read as host, path or query; percent-encode the user info (an '@' in " +
+        "the path or query as %40); not starting it"
+      );
     }
   }
   return null;

@@ -1,6 +1,10 @@
-import { lstat, opendir, readdir, readFile, readlink, realpath, rmdir, stat, unlink } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import type { Stats } from "node:fs";
+import { link, lstat, opendir, readdir, readFile, readlink, realpath, rename, rmdir, stat, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
+import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
+import { internalDirSeams } from "./internal-dir-seams";
 import { inBatches, procPids } from "./session-processes";
 import { INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_TEXT, type ThreadPaths } from "./workspace";
 
@@ -60,13 +64,15 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   const internal = nodePath.resolve(nodePath.dirname(paths.tmp));
   const chain = [folder, nodePath.resolve(paths.userData), nodePath.resolve(paths.workspace), internal, nodePath.resolve(paths.tmp)];
   const present: string[] = [];
+  /** The levels present as the scan found them. */
+  const found: Stats[] = [];
   /** The `.mcp/.gitignore` `ensureThreadPaths` wrote, part of the skeleton: removed with it. */
   let ownGitignore = false;
   /** The identities of the levels present (see `someProcessIn`). */
   const identities = new Set<string>();
   const uid = process.geteuid?.();
   /** Set when the skeleton is complete but for what its temp folder holds, which `tempFilesSince` lets go. */
-  let tmpToClear: { dir: string; dev: number; uid: number; since: number } | undefined;
+  let tmpToClear: TmpToClear | undefined;
   for (const [index, dir] of chain.entries()) {
     const info = await lstat(dir).catch(() => undefined);
     // lstat: a symbolic link (or a file) anywhere is not what the harness created, and is never followed.
@@ -75,6 +81,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     if (uid !== undefined && info.uid !== uid) return false;
     if (changedBefore !== undefined && changedSince(info, changedBefore)) return false;
     present.push(dir);
+    found.push(info);
     identities.add(identityOf(info));
     // Two names tell whether it is the next level alone (three in `.mcp`, beside its `.gitignore`): a workspace of
     // 100,000 files is not listed whole.
@@ -88,7 +95,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     const next = chain[index + 1];
     // Only where `someProcessIn` can see the processes that may still use it (Linux's /proc).
     if (next === undefined && tempFilesSince !== undefined && uid !== undefined && process.platform === "linux") {
-      tmpToClear = { dir, dev: info.dev, uid, since: tempFilesSince };
+      tmpToClear = { uid, since: tempFilesSince };
       break;
     }
     if (next === undefined || names.length > 1 || names[0] !== nodePath.basename(next)) return false;
@@ -102,22 +109,57 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   // Asked again after the scan of /proc (the longest step): a host that began preparing a session meanwhile is seen
   // now; one that begins between this and the removal is the race `sweepThreadFolders` explains.
   if (changedBefore !== undefined && !(await unchangedSince(present, changedBefore))) return false;
-  if (tmpToClear !== undefined) {
-    // Unlinking, unlike rmdir, also takes what a live process still uses there though it works elsewhere with a temp
-    // folder of its own (one a server left, its environment replaced): a file it holds open, a socket it listens on.
-    if (await someProcessHolds([real, folder])) return false;
-    if (!(await clearTemporaryTmp(tmpToClear))) return false;
-  }
-  for (const dir of present.reverse()) {
-    try {
-      if (dir === internal && ownGitignore) await unlink(nodePath.join(dir, INTERNAL_GITIGNORE));
-      await rmdir(dir);
-    } catch {
-      // Something was created meanwhile (ENOTEMPTY), or the folder went (ENOENT): what is left stays.
-      return false;
+  // Unlinking, unlike rmdir, also takes what a live process still uses there though it works elsewhere with a temp
+  // folder of its own (one a server left, its environment replaced): a file it holds open, a socket it listens on.
+  if (tmpToClear !== undefined && (await someProcessHolds([real, folder]))) return false;
+  // A tool of the thread may swap a level (`.mcp` above all) for a link at any moment: each level is held open from
+  // here on, checked to be the one the scan saw, and what is removed is removed from its parent as held (see `HeldDir`),
+  // never by a path that a swap since would lead elsewhere (an rmdir of `.mcp/tmp` through a link takes an empty
+  // folder there, an unlink of `.mcp/.gitignore` a repository's `.gitignore`).
+  const held: HeldDir[] = [];
+  try {
+    for (const [index, dir] of present.entries()) {
+      const level = await holdDir(index === 0 ? dir : entryOf(held[index - 1], nodePath.basename(dir)), dir).catch(() => undefined);
+      if (level === undefined) return false;
+      held.push(level);
+      if (!sameFile(await level.handle.stat(), found[index])) return false;
     }
+    if (tmpToClear !== undefined) {
+      await internalDirSeams.clearing?.(internal);
+      if (!(await clearTemporaryTmp(held[held.length - 1], found[found.length - 1].dev, tmpToClear))) return false;
+    }
+    for (let index = present.length - 1; index >= 0; index -= 1) {
+      if (present[index] === internal && ownGitignore && !(await removeOwnGitignore(held[index], uid))) return false;
+      // The thread's own folder is an entry of `<data dir>/threads`, which is the operator's, not the thread's.
+      const entry = index === 0 ? present[0] : entryOf(held[index - 1], nodePath.basename(present[index]));
+      // Something was created meanwhile (ENOTEMPTY), or the folder went (ENOENT): what is left stays.
+      if (!(await rmdir(entry).then(() => true, () => false))) return false;
+    }
+    return true;
+  } finally {
+    await Promise.all(held.map((level) => level.handle.close().catch(() => undefined)));
   }
-  return true;
+}
+
+/**
+ * Removes the `.gitignore` `ensureThreadPaths` wrote in `.mcp` (held open). A tool of the thread may meanwhile have put
+ * a `.gitignore` of its own in place of the harness's: the file is renamed aside and checked again under that name,
+ * which no one else uses; one that is not the harness's is put back (and keeps the folder). Resolves to whether the
+ * harness's was removed.
+ */
+async function removeOwnGitignore(internal: HeldDir, uid: number | undefined): Promise<boolean> {
+  await internalDirSeams.removing?.(internal.path);
+  const aside = entryOf(internal, `${INTERNAL_GITIGNORE}.${randomUUID()}.removed`);
+  if (!(await rename(entryOf(internal, INTERNAL_GITIGNORE), aside).then(() => true, () => false))) return false;
+  if (await isOwnGitignore(aside, uid)) return unlink(aside).then(() => true, () => false);
+  // Under its name again, unless another file took that name meanwhile (then both stay); renamed back where the file
+  // system has no hard links.
+  const name = entryOf(internal, INTERNAL_GITIGNORE);
+  await link(aside, name).then(
+    () => unlink(aside),
+    (err: NodeJS.ErrnoException) => (err.code === "EEXIST" ? undefined : rename(aside, name)),
+  ).catch(() => undefined);
+  return false;
 }
 
 /** Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone. */
@@ -162,24 +204,26 @@ const TMP_CLEAR_MAX_ENTRIES = 10_000;
 const TMP_CLEAR_MAX_DEPTH = 32;
 
 /**
- * Empties the temp folder `tmp` (`.mcp/tmp` of a temporary thread, checked to be a real folder of `uid` on device `dev`
- * that no process works in or was given as its temp folder): what is there belongs to processes that are gone, and the
- * thread is gone too. Only entries of `uid` on the same device changed `since` its sessions began are removed (an older
- * one is no work of theirs: a kept thread's run's of the same thread id); a symbolic link is removed itself, never
- * followed; a folder of another user, a mount point, a tree deeper or larger than the bounds, or an entry that cannot be
- * removed stays, and so does the thread folder. Resolves to whether `tmp` is empty now. Between an entry's `lstat` and
- * its removal only a process of the host's user could swap it (the folders are 0700), and none uses the folder.
+ * Empties the temp folder `tmp` (`.mcp/tmp` of a temporary thread, held open, checked to be a real folder of `uid` on
+ * device `dev` that no process works in or was given as its temp folder): what is there belongs to processes that are
+ * gone, and the thread is gone too. Only entries of `uid` on the same device changed `since` its sessions began are
+ * removed (an older one is no work of theirs: a kept thread's run's of the same thread id); a symbolic link is removed
+ * itself, never followed; a folder of another user, a mount point, a tree deeper or larger than the bounds, or an entry
+ * that cannot be removed stays, and so does the thread folder. Resolves to whether `tmp` is empty now. Each folder
+ * below is held open too, checked to be the one `lstat` saw, and emptied through that (see `HeldDir`). Between an
+ * entry's `lstat` and its removal only a process of the host's user could swap the entry itself (the folders are
+ * 0700), and none uses the folder.
  */
-async function clearTemporaryTmp({ dir: tmp, dev, uid, since }: { dir: string; dev: number; uid: number; since: number }): Promise<boolean> {
+async function clearTemporaryTmp(tmp: HeldDir, dev: number, { uid, since }: TmpToClear): Promise<boolean> {
   const budget = { left: TMP_CLEAR_MAX_ENTRIES };
-  const clear = async (dir: string, depth: number): Promise<boolean> => {
-    const names = await readdir(dir).catch(() => undefined);
+  const clear = async (dir: HeldDir, depth: number): Promise<boolean> => {
+    const names = await readdir(entryOf(dir, ".")).catch(() => undefined);
     if (names === undefined) return false;
     let emptied = true;
     for (const name of names) {
       if (budget.left <= 0) return false;
       budget.left -= 1;
-      const entry = nodePath.join(dir, name);
+      const entry = entryOf(dir, name);
       const info = await lstat(entry).catch(() => undefined);
       if (info === undefined) continue;
       if (info.uid !== uid || info.dev !== dev || info.ctimeMs < since) {
@@ -187,13 +231,29 @@ async function clearTemporaryTmp({ dir: tmp, dev, uid, since }: { dir: string; d
         continue;
       }
       const removed = info.isDirectory()
-        ? depth < TMP_CLEAR_MAX_DEPTH && (await clear(entry, depth + 1)) && (await rmdir(entry).then(() => true, () => false))
+        ? depth < TMP_CLEAR_MAX_DEPTH && (await withHeldDir(entry, info, (sub) => clear(sub, depth + 1))) && (await rmdir(entry).then(() => true, () => false))
         : await unlink(entry).then(() => true, () => false);
       if (!removed) emptied = false;
     }
     return emptied;
   };
   return clear(tmp, 0);
+}
+
+interface TmpToClear {
+  uid: number;
+  since: number;
+}
+
+/** `work` on the folder `at` held open, if it is the folder `checked` (else false). */
+async function withHeldDir(at: string, checked: { dev: number; ino: number }, work: (dir: HeldDir) => Promise<boolean>): Promise<boolean> {
+  const dir = await holdDir(at).catch(() => undefined);
+  if (dir === undefined) return false;
+  try {
+    return sameFile(await dir.handle.stat(), checked) && (await work(dir));
+  } finally {
+    await dir.handle.close().catch(() => undefined);
+  }
 }
 
 const PROC = "/proc";

@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
-import { constants } from "node:fs";
-import { lstat, mkdir, open } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import { lstat, mkdir, open, type FileHandle } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
+import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
+import { internalDirSeams } from "./internal-dir-seams";
 import { startsPythonFromCwd } from "./python-cwd-path";
 export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "../shared/data-dir";
 
@@ -79,35 +81,60 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
   // entries could put a plain folder of theirs, which no link check sees, in place of a thread's workspace.
   const thread = nodePath.dirname(paths.userData);
   await mkdir(nodePath.dirname(thread), { recursive: true, mode: FOLDER_MODE });
+  let workspace: Stats | undefined;
   for (const dir of [thread, paths.userData, paths.workspace]) {
     await mkdir(dir, { mode: FOLDER_MODE }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "EEXIST") throw err;
     });
-    if ((await lstat(dir)).isSymbolicLink()) {
+    const info = await lstat(dir);
+    if (dir === paths.workspace) workspace = info;
+    if (info.isSymbolicLink()) {
       const where = nodePath.relative(nodePath.dirname(thread), dir).split(nodePath.sep).slice(1).join("/") || "its folder";
       throw Object.assign(new Error("symbolic link in a thread workspace path"), { code: `a symbolic link at ${where}` });
     }
   }
+  // The tools of the thread may swap `.mcp` (or the workspace) for a link at any moment: everything below is done
+  // in the folders as opened and checked (see `HeldDir`), never by a path that a swap since would lead elsewhere.
+  const held: HeldDir[] = [];
   try {
+    let parent = await holdDir(paths.workspace);
+    held.push(parent);
+    if (workspace === undefined || !sameFile(await parent.handle.stat(), workspace)) return REPLACED;
     for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
-      await mkdir(dir, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
+      const at = entryOf(parent, nodePath.basename(dir));
+      await mkdir(at, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== "EEXIST") throw err;
       });
-      const info = await lstat(dir);
+      const info = await lstat(at);
       if (info.isSymbolicLink()) return "a symlink";
       if (!info.isDirectory()) return "ENOTDIR";
+      parent = await holdDir(at, dir);
+      held.push(parent);
+      if (!sameFile(await parent.handle.stat(), info)) return REPLACED;
+      if (dir !== paths.tmp) await internalDirSeams.prepared?.(dir);
     }
+    const [, internal, tmp] = held;
     // `.mcp` too: whoever may rename its entries could put a folder of theirs in place of `tmp` while the child uses it.
-    for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
-      const problem = await makePrivate(dir);
+    for (const dir of [internal, tmp]) {
+      const problem = await makePrivate(dir.handle);
       if (problem !== null) return problem;
     }
-    await ignoreInternalDir(nodePath.dirname(paths.tmp));
+    await ignoreInternalDir(internal);
+    // The child is given its temp folder by path: that path must still lead to the folder prepared.
+    for (const dir of held) {
+      const now = await lstat(dir.path).catch(() => undefined);
+      if (now === undefined || !sameFile(now, await dir.handle.stat())) return REPLACED;
+    }
     return null;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code ?? "error";
+  } finally {
+    await Promise.all(held.map((dir) => dir.handle.close().catch(() => undefined)));
   }
 }
+
+/** Why the temp folder is not used when `.mcp` (or the workspace) was swapped while it was prepared. */
+const REPLACED = ".mcp replaced meanwhile";
 
 /** The file that keeps `.mcp` out of version control, and what the harness writes in it. */
 export const INTERNAL_GITIGNORE = ".gitignore";
@@ -116,11 +143,13 @@ export const INTERNAL_GITIGNORE_TEXT = "# langgraph-mcp-harness: this thread's i
 /**
  * Writes `.mcp/.gitignore` (`*`) unless there is an entry of that name: a repository at the workspace's root (the
  * model's `git init` there) would otherwise show `.mcp/` as untracked, and `git add .` would commit what the thread's
- * servers left in their temp folder. Created new, never through a link; a failure only leaves the folder unignored.
+ * servers left in their temp folder. Created new in the folder held open, never through a link; a failure only leaves
+ * the folder unignored.
  */
-async function ignoreInternalDir(internal: string): Promise<void> {
+async function ignoreInternalDir(internal: HeldDir): Promise<void> {
   try {
-    const handle = await open(nodePath.join(internal, INTERNAL_GITIGNORE), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+    const handle = await open(entryOf(internal, INTERNAL_GITIGNORE), flags, 0o600);
     try {
       await handle.writeFile(INTERNAL_GITIGNORE_TEXT);
     } finally {
@@ -131,20 +160,12 @@ async function ignoreInternalDir(internal: string): Promise<void> {
   }
 }
 
-/**
- * Makes `dir` 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds).
- * Opened without following a link put there since the check (O_NOFOLLOW).
- */
-async function makePrivate(dir: string): Promise<string | null> {
-  const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  try {
-    const uid = process.geteuid?.();
-    if (uid !== undefined && (await handle.stat()).uid !== uid) return "owned by another user";
-    await handle.chmod(0o700);
-    return null;
-  } finally {
-    await handle.close();
-  }
+/** Makes the folder `handle` holds 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds). */
+async function makePrivate(handle: FileHandle): Promise<string | null> {
+  const uid = process.geteuid?.();
+  if (uid !== undefined && (await handle.stat()).uid !== uid) return "owned by another user";
+  await handle.chmod(0o700);
+  return null;
 }
 
 export interface StdioLaunch {

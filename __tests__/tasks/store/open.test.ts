@@ -45,6 +45,8 @@ describe("opening the store", () => {
     ["in-memory SQLite", "sqlite::memory:", /in-memory SQLite database; durable tasks need a file/],
     ["a URL without a database", `postgres://u:${SECRET}@127.0.0.1:5432/`, /must name one database/],
     ["an unsupported parameter", `postgres://u:${SECRET}@127.0.0.1/db?password=${SECRET}`, /unsupported parameter 'password'/],
+    // Read as host "ss", database "db" and a parameter named with the rest of the password.
+    ["a password not percent-encoded", `postgres://u:p@ss/db?${SECRET}@127.0.0.1/db`, /user info that is not percent-encoded/],
     ["a refused connection", `postgres://u:${SECRET}@127.0.0.1:1/db`, /cannot connect to PostgreSQL at postgres:\/\/u@127\.0\.0\.1:1\/db: connection refused/],
   ])("%s fails naming the variable, never the password", async (_name, url, message) => {
     expect((await failure({ MCP_HARNESS_DATABASE_URL: url })).message).toMatch(message);

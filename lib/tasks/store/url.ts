@@ -5,6 +5,7 @@
  */
 import * as path from "node:path";
 import { resolveDataDir } from "../../shared/data-dir";
+import { userInfoUnencoded } from "../../shared/url-user-info";
 
 export const DATABASE_URL_VARIABLE = "MCP_HARNESS_DATABASE_URL";
 export { DATA_DIR_ENV_VAR as DATA_DIR_VARIABLE, DEFAULT_DATA_DIR } from "../../shared/data-dir";
@@ -79,6 +80,11 @@ function sqliteTarget(rest: string, cwd: string, source: string): SqliteTarget {
 }
 
 function postgresTarget(raw: string, source: string): PostgresTarget {
+  // Read as the URL parser reads it, a fragment of the password would be the host or a parameter's name, both quoted
+  // in the messages below. A second '@' is fine here: this parser takes the user info up to the last one.
+  if (userInfoUnencoded(raw, false)) {
+    throw new TaskStoreConfigError(`${source} holds user info that is not percent-encoded (an '@' after the end of its host); percent-encode the user name and password`);
+  }
   let url: URL;
   try {
     url = new URL(raw);

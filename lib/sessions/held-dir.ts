@@ -1,0 +1,36 @@
+import { constants, existsSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
+import * as nodePath from "node:path";
+
+/**
+ * Folders held open, so that what is done in them happens in the folder that was checked even when one of its
+ * ancestors is swapped for a symbolic link meanwhile (`O_NOFOLLOW` guards only a path's last component). Node has no
+ * `openat`; on Linux `/proc/self/fd/<fd>/<name>` resolves through the open folder instead. Elsewhere (no /proc) a name
+ * is joined to the folder's path, as before: the swap is not guarded there.
+ */
+export interface HeldDir {
+  readonly path: string;
+  readonly handle: FileHandle;
+}
+
+let procFd: boolean | undefined;
+
+function throughProc(): boolean {
+  procFd ??= process.platform === "linux" && existsSync("/proc/self/fd");
+  return procFd;
+}
+
+/** Opens the folder `at` (never through a link there: ENOTDIR or ELOOP), known as `path`. */
+export async function holdDir(at: string, path = at): Promise<HeldDir> {
+  return { path, handle: await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW) };
+}
+
+/** The entry `name` of the held folder, for calls that take a path. */
+export function entryOf(dir: HeldDir, name: string): string {
+  return throughProc() ? `/proc/self/fd/${dir.handle.fd}/${name}` : nodePath.join(dir.path, name);
+}
+
+/** Whether two stats are of one file (device and inode). */
+export function sameFile(a: { dev: number; ino: number }, b: { dev: number; ino: number }): boolean {
+  return a.dev === b.dev && a.ino === b.ino;
+}
