@@ -4,7 +4,8 @@
  */
 import { describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
-import { readdirSync, type Dirent } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, type Dirent } from "node:fs";
 import { mkdir, realpath, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { changedFiles, MAX_SNAPSHOT_ENTRIES, SETTLED_LISTING_MS, WorkspaceScanner, type WorkspaceSnapshot } from "../../lib/sessions";
@@ -264,5 +265,30 @@ async function walkInChild(walk: "inplace" | "compare"): Promise<string> {
 describe("a listed file a process of the thread replaces by a FIFO (no writer) during the walk", () => {
   test.each(["inplace", "compare"] as const)("%s: the walk returns; the FIFO is never opened waiting for a writer", async (walk) => {
     expect(await walkInChild(walk)).toBe("walked");
+  });
+});
+
+/**
+ * A file that holds more than its size says: one a process of the thread grows (or truncates larger, sparse, to 2 GiB)
+ * between the stat and the read. Stood for here by procfs files, whose size is 0 whatever they hold.
+ */
+describe("a racy file that holds more than its size said", () => {
+  const PROC_FOLDER = "/proc/sys/kernel/random";
+  const hashed = (snapshot: WorkspaceSnapshot) => [...(snapshot ?? new Map()).values()].filter((stamp) => stamp.includes("#"));
+
+  test.each(WALKS)("is not read past its size, so not hashed (%s)", async (_, walk) => {
+    // A clock at the epoch: every file is racy, so each would be hashed.
+    const snapshot = await walk(new WorkspaceScanner(PROC_FOLDER, { now: () => 0 }));
+    expect([...(snapshot ?? new Map()).keys()]).toContain(path.join(PROC_FOLDER, "boot_id"));
+    expect(hashed(snapshot)).toEqual([]);
+  });
+
+  test("whose stamp kept still is listed, not read past its size (nor hashed from part of it) to compare digests", () => {
+    const file = path.join(PROC_FOLDER, "boot_id");
+    const content = readFileSync(file);
+    for (const read of [content, content.subarray(0, 1)]) {
+      const before = new Map([[file, `1:2:0@3#${createHash("sha256").update(read).digest("base64")}`]]);
+      expect(changedFiles(before, new Map([[file, "1:2:0@4"]]))).toEqual([file]);
+    }
   });
 });

@@ -6,17 +6,17 @@
  * few times, not once per thread.
  */
 import { afterEach, describe, expect, jest, test } from "@jest/globals";
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { chown, mkdir, symlink, writeFile } from "node:fs/promises";
+import { execFileSync, spawn } from "node:child_process";
+import { closeSync, constants, existsSync, openSync } from "node:fs";
+import { chown, mkdir, rename, symlink, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { McpServerSchema, RecordingLogger } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
-import { removeThreadSkeleton } from "../../lib/sessions/thread-folders";
+import { removeThreadSkeleton, TMP_CLEAR_MAX_ENTRIES } from "../../lib/sessions/thread-folders";
 import { sweepThreadFolders, SWEEP_MIN_AGE_MS } from "../../lib/sessions/thread-sweep";
-import { threadPaths } from "../../lib/sessions/workspace";
+import { ensureThreadPaths, INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_TEXT, threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { makeTempDir } from "../fixtures/config";
 import { stdioFixture } from "../fixtures/stdio";
@@ -26,6 +26,8 @@ const ownCwd = `/proc/${process.pid}/cwd`;
 let ownCwdReads = 0;
 // The folders listed whole (readdir), for the cost of looking at a thread whose workspace holds many files.
 const listed: string[] = [];
+// Run once right after an lstat of `path` answers: a process of the thread acting between a check and what follows it.
+let afterLstat: { path: string; act: () => Promise<void> } | undefined;
 jest.mock("node:fs/promises", () => {
   const actual = jest.requireActual<typeof import("node:fs/promises")>("node:fs/promises");
   const readlink = (target: unknown, ...rest: unknown[]): Promise<unknown> => {
@@ -36,7 +38,16 @@ jest.mock("node:fs/promises", () => {
     listed.push(String(target));
     return (actual.readdir as (...args: unknown[]) => Promise<unknown>)(target, ...rest);
   };
-  return { ...actual, readlink, readdir };
+  const lstat = async (target: unknown, ...rest: unknown[]): Promise<unknown> => {
+    const info = await (actual.lstat as (...args: unknown[]) => Promise<unknown>)(target, ...rest);
+    const hook = afterLstat;
+    if (hook !== undefined && String(target) === hook.path) {
+      afterLstat = undefined;
+      await hook.act();
+    }
+    return info;
+  };
+  return { ...actual, readlink, readdir, lstat };
 });
 
 const pools: SessionPool[] = [];
@@ -169,5 +180,63 @@ describe("a process whose temp folder is the thread's (its server's operator set
     listed.length = 0;
     expect(await sweepThreadFolders(dataDir, { now: () => Date.now() + SWEEP_MIN_AGE_MS + 60_000 })).toEqual({ removed: 0, capped: false, stopped: false });
     expect(listed.map((dir) => path.resolve(dir))).not.toContain(path.resolve(workspace));
+  });
+});
+
+describe("the temp folder of a temporary thread whose last session left", () => {
+  test(`holding more than ${TMP_CLEAR_MAX_ENTRIES} entries (more than one clearing removes): not listed whole, and the folder stays`, async () => {
+    const dataDir = await makeTempDir("mcp-folders-crowded-tmp-");
+    const paths = threadPaths(dataDir, "crowded");
+    expect(await ensureThreadPaths(paths)).toBeNull();
+    for (let i = 0; i <= TMP_CLEAR_MAX_ENTRIES; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, TMP_CLEAR_MAX_ENTRIES + 1 - i) }, (_, j) => writeFile(path.join(paths.tmp, `t${i + j}`), "")));
+    }
+    listed.length = 0;
+    expect(await removeThreadSkeleton(paths, () => true, 0)).toBe(false);
+    expect(listed.map((dir) => path.resolve(dir))).not.toContain(path.resolve(paths.tmp));
+    expect(existsSync(threadFolder(dataDir, "crowded"))).toBe(true);
+  });
+});
+
+describe("the .mcp/.gitignore of a thread folder being removed, which a process of the thread replaces after its check", () => {
+  /** Runs `swap` on the harness's .gitignore right after the removal's check of it; resolves to the removal's outcome. */
+  async function removedAfterSwap(thread: string, swap: (ignore: string) => Promise<void>): Promise<boolean> {
+    const dataDir = await makeTempDir("mcp-folders-gitignore-swap-");
+    const paths = threadPaths(dataDir, thread);
+    expect(await ensureThreadPaths(paths)).toBeNull();
+    const ignore = path.join(path.dirname(paths.tmp), INTERNAL_GITIGNORE);
+    afterLstat = { path: ignore, act: () => swap(ignore) };
+    const removed = await removeThreadSkeleton(paths, () => true);
+    expect(afterLstat).toBeUndefined();
+    expect(existsSync(threadFolder(dataDir, thread))).toBe(!removed);
+    return removed;
+  }
+
+  test("by a link (to a /proc file that reads on for gigabytes): not read through it, and the folder stays", async () => {
+    // A file holding the same text: read through the link, it would pass for the harness's own.
+    const elsewhere = path.join(await makeTempDir("mcp-folders-gitignore-elsewhere-"), "same-text");
+    await writeFile(elsewhere, INTERNAL_GITIGNORE_TEXT);
+    const removed = await removedAfterSwap("linked", async (ignore) => {
+      await unlink(ignore);
+      await symlink(elsewhere, ignore);
+    });
+    expect(removed).toBe(false);
+  });
+
+  test("by a FIFO without a writer: not waited on (a thread of libuv's pool held for good), and the folder stays", async () => {
+    let fifo = "";
+    const removed = await removedAfterSwap("piped", async (ignore) => {
+      fifo = `${ignore}.fifo`;
+      execFileSync("mkfifo", [fifo]);
+      await rename(fifo, ignore);
+      fifo = ignore;
+    });
+    // A read still waiting on it (the defect) gets its end of file: the pool's thread is let go.
+    try {
+      closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    } catch {
+      // no reader waits (ENXIO)
+    }
+    expect(removed).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readFileSync, statSync, type BigIntStats, type Dirent } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, readSync, statSync, type BigIntStats, type Dirent } from "node:fs";
 import { lstat, open, opendir, readdir, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { INTERNAL_DIR_NAME } from "./workspace";
@@ -115,7 +115,13 @@ function readRegularFile(file: WalkPath): Buffer | undefined {
   const fd = openSync(file, READ_FLAGS);
   try {
     const info = fstatSync(fd);
-    return info.isFile() && info.size <= RACY_DIGEST_MAX_BYTES ? readFileSync(fd) : undefined;
+    if (!info.isFile() || info.size > RACY_DIGEST_MAX_BYTES) return undefined;
+    const buffer = Buffer.alloc(info.size + 1);
+    let length = 0;
+    for (let read = -1; read !== 0 && length < buffer.length; length += read) {
+      read = readSync(fd, buffer, length, buffer.length - length, length);
+    }
+    return sizedContent(buffer, length);
   } finally {
     closeSync(fd);
   }
@@ -125,10 +131,26 @@ async function readRegularFileAsync(file: WalkPath): Promise<Buffer | undefined>
   const handle = await open(file, READ_FLAGS);
   try {
     const info = await handle.stat();
-    return info.isFile() && info.size <= RACY_DIGEST_MAX_BYTES ? await handle.readFile() : undefined;
+    if (!info.isFile() || info.size > RACY_DIGEST_MAX_BYTES) return undefined;
+    const buffer = Buffer.alloc(info.size + 1);
+    let length = 0;
+    for (let read = -1; read !== 0 && length < buffer.length; length += read) {
+      ({ bytesRead: read } = await handle.read(buffer, length, buffer.length - length, length));
+    }
+    return sizedContent(buffer, length);
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * What was read of a file, reading at most one byte more than its size said: a file that holds more than that (one
+ * growing, or truncated larger, between the stat and the read; a /proc file, size 0) is not hashed rather than read to
+ * its end, which a process of the thread could put gigabytes away (`readFile` reads to the end, or a size it stats
+ * again, up to 2 GiB).
+ */
+function sizedContent(buffer: Buffer, length: number): Buffer | undefined {
+  return length < buffer.length ? buffer.subarray(0, length) : undefined;
 }
 
 /** The stamp, with the content's digest when the file is racy and can be read. */

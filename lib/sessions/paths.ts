@@ -1,4 +1,4 @@
-import { lstat, readdir, realpath, stat } from "node:fs/promises";
+import { lstat, opendir, realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -298,14 +298,45 @@ export async function userDataRoot(userData: string): Promise<string | null> {
 async function likelyFirst(references: readonly string[], ctx: PathContext, root: string): Promise<readonly string[]> {
   if (references.length <= MAX_REFERENCES) return references;
   const prefixes = [ctx.userData, root, ctx.cwd].map((dir) => dir + nodePath.sep);
-  const entries = new Set(await readdir(ctx.cwd).catch(() => []));
+  const firstOf = (reference: string): string => reference.replace(/^\.\//, "").split("/", 1)[0];
+  const relative = references.filter((reference) => !isFileUrl(reference) && !nodePath.isAbsolute(reference));
+  const entries = await entriesAmong(ctx.cwd, new Set(relative.map(firstOf)));
   const rank = (reference: string): number => {
     if (isFileUrl(reference)) return 0;
     if (nodePath.isAbsolute(reference)) return prefixes.some((prefix) => reference.startsWith(prefix)) ? 0 : 2;
-    const first = reference.replace(/^\.\//, "").split("/", 1)[0];
+    const first = firstOf(reference);
     return first === ".." || entries.has(first) ? 1 : 2;
   };
   return references.map((reference) => ({ reference, rank: rank(reference) })).sort((a, b) => a.rank - b.rank).map((r) => r.reference);
+}
+
+/** Entries of a cwd read at most to rank references; the names asked for are looked up, up to as many, past that. */
+export const MAX_RANKING_ENTRIES = 1024;
+
+/**
+ * Which of `names` are entries of `dir`: read from its listing, unless it holds more than `MAX_RANKING_ENTRIES` (a
+ * workspace of 200,000 files is not listed whole, which blocks the event loop for a tenth of a second per call):
+ * then the first `MAX_RANKING_ENTRIES` of `names` are each looked up.
+ */
+async function entriesAmong(dir: string, names: ReadonlySet<string>): Promise<ReadonlySet<string>> {
+  const listed = new Set<string>();
+  try {
+    const handle = await opendir(dir, { bufferSize: 256 });
+    try {
+      for (let entry = await handle.read(); entry !== null; entry = await handle.read()) {
+        listed.add(entry.name);
+        if (listed.size > MAX_RANKING_ENTRIES) break;
+      }
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
+  } catch {
+    return listed; // no cwd: no entries
+  }
+  if (listed.size <= MAX_RANKING_ENTRIES) return listed;
+  const asked = [...names].slice(0, MAX_RANKING_ENTRIES);
+  const present = await Promise.all(asked.map((name) => lstat(nodePath.join(dir, name)).then(() => true, () => false)));
+  return new Set(asked.filter((_, i) => present[i]));
 }
 
 /**

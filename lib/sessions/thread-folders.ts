@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Stats } from "node:fs";
-import { link, lstat, opendir, readdir, readFile, readlink, realpath, rename, rmdir, stat, unlink } from "node:fs/promises";
+import { constants, type Stats } from "node:fs";
+import { link, lstat, open, opendir, readdir, readFile, readlink, realpath, rename, rmdir, stat, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
 import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
@@ -162,16 +162,34 @@ async function removeOwnGitignore(internal: HeldDir, uid: number | undefined): P
   return false;
 }
 
-/** Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone. */
+const OWN_GITIGNORE = Buffer.from(INTERNAL_GITIGNORE_TEXT);
+
+/**
+ * Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone.
+ * A process of the thread may put something else in its place after the check: it is read without following a link
+ * (to a /proc file that reads on for gigabytes), without waiting for a FIFO's writer (which would hold a thread of
+ * libuv's pool for good), and no further than the text.
+ */
 async function isOwnGitignore(file: string, uid: number | undefined): Promise<boolean> {
   const info = await lstat(file).catch(() => undefined);
-  if (info === undefined || !info.isFile() || (uid !== undefined && info.uid !== uid) || info.size !== Buffer.byteLength(INTERNAL_GITIGNORE_TEXT)) return false;
-  return (await readFile(file, "utf8").catch(() => "")) === INTERNAL_GITIGNORE_TEXT;
+  if (info === undefined || !info.isFile() || (uid !== undefined && info.uid !== uid) || info.size !== OWN_GITIGNORE.length) return false;
+  try {
+    const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const content = Buffer.alloc(OWN_GITIGNORE.length + 1);
+      const { bytesRead } = await handle.read(content, 0, content.length, 0);
+      return content.subarray(0, bytesRead).equals(OWN_GITIGNORE);
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return false;
+  }
 }
 
 /** Up to `count` names of the entries of `dir`, in directory order. */
 async function firstNames(dir: string, count: number): Promise<string[]> {
-  const handle = await opendir(dir, { bufferSize: count });
+  const handle = await opendir(dir, { bufferSize: Math.min(count, 256) });
   const names: string[] = [];
   try {
     while (names.length < count) {
@@ -199,7 +217,7 @@ async function unchangedSince(dirs: readonly string[], since: number): Promise<b
 }
 
 /** Entries one clearing of a temporary thread's temp folder removes at most: a larger tree stays, and keeps the folder. */
-const TMP_CLEAR_MAX_ENTRIES = 10_000;
+export const TMP_CLEAR_MAX_ENTRIES = 10_000;
 /** Folder depth below `.mcp/tmp` it descends to at most. */
 const TMP_CLEAR_MAX_DEPTH = 32;
 
@@ -217,7 +235,9 @@ const TMP_CLEAR_MAX_DEPTH = 32;
 async function clearTemporaryTmp(tmp: HeldDir, dev: number, { uid, since }: TmpToClear): Promise<boolean> {
   const budget = { left: TMP_CLEAR_MAX_ENTRIES };
   const clear = async (dir: HeldDir, depth: number): Promise<boolean> => {
-    const names = await readdir(entryOf(dir, ".")).catch(() => undefined);
+    // No more names than the budget leaves room for (and one to tell it is over): a folder of a million temp files is
+    // not listed whole on the event loop to learn it stays.
+    const names = await firstNames(entryOf(dir, "."), budget.left + 1).catch(() => undefined);
     if (names === undefined) return false;
     let emptied = true;
     for (const name of names) {
