@@ -15,7 +15,7 @@ const scrub = (text: string): string => redactor.text(text);
 
 /** What the transport logs: each piece scrubbed (again: scrubbing a scrubbed piece changes nothing here). */
 function feed(chunks: readonly string[], maxPending: number, keep?: number): string[] {
-  const splitter = new LineSplitter(maxPending, scrub, keep);
+  const splitter = new LineSplitter(maxPending, redactor, keep);
   return [...chunks.flatMap((chunk) => splitter.push(Buffer.from(chunk))), ...splitter.flush()].map(scrub);
 }
 
@@ -49,7 +49,7 @@ describe("LineSplitter", () => {
   test("a secret holding line breaks (a PEM key) written at once is blanked whole, not line by line", () => {
     const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\n-----END PRIVATE KEY-----";
     const multi = Redactor.of([pem]);
-    const splitter = new LineSplitter(64 * 1024, (text) => multi.text(text));
+    const splitter = new LineSplitter(64 * 1024, multi);
     expect([...splitter.push(Buffer.from(`before\nkey: ${pem}\r\nafter\n`)), ...splitter.flush()]).toEqual([
       "before",
       `key: ${REDACTED}`,
@@ -61,7 +61,7 @@ describe("LineSplitter", () => {
     const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
     const wrapped = Buffer.from(`user:${secret}`).toString("base64").replace(/.{20}/g, "$&\n");
     const one = Redactor.of([secret]);
-    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    const splitter = new LineSplitter(64 * 1024, one);
     const lines = [...splitter.push(Buffer.from(`auth ${wrapped}\n`)), ...splitter.flush()];
     expect(lines.join("\n")).toBe(one.text(`auth ${wrapped}`));
     expect(lines.join("")).toContain(REDACTED);
@@ -76,7 +76,7 @@ describe("LineSplitter", () => {
     const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
     const base64 = Buffer.from(`user:${secret}`).toString("base64");
     const one = Redactor.of([secret]);
-    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    const splitter = new LineSplitter(64 * 1024, one);
     const text = `auth ${base64.replace(/.{20}/g, "$&\n")}\nnext line\n`;
     let cut = 0;
     for (let i = 0; i < linesFirst; i += 1) cut = text.indexOf("\n", cut) + 1;
@@ -89,7 +89,7 @@ describe("LineSplitter", () => {
   });
 
   test("only lines that may begin a wrapped base64 run wait for the next line: a short word at once, a held line at the end", () => {
-    const splitter = new LineSplitter(64 * 1024, scrub);
+    const splitter = new LineSplitter(64 * 1024, redactor);
     expect(splitter.push(Buffer.from("Ready\nlistening on 8080\n"))).toEqual(["Ready", "listening on 8080"]);
     expect(splitter.push(Buffer.from("session 0123456789abcdef0123\n"))).toEqual([]);
     // A short word could still be a run's last line ("dDA="); a line with a space could not.
@@ -105,27 +105,27 @@ describe("LineSplitter", () => {
     ["a character after the digits: given", "key: abcdefghij+/_-0123.", ["key: abcdefghij+/_-0123."]],
     ["padding amid the last 16 digits: given", "key: abcdefgh=ij+/_-0123", ["key: abcdefgh=ij+/_-0123"]],
   ])("a line may begin a wrapped run when 16 base64 digits end it (%s)", (_label, line, given) => {
-    const splitter = new LineSplitter(64 * 1024, scrub);
+    const splitter = new LineSplitter(64 * 1024, redactor);
     expect(splitter.push(Buffer.from(`${line}\n`))).toEqual(given);
     expect(splitter.flush()).toEqual(given.length === 0 ? [line.replace(/\r$/, "")] : []);
   });
 
   test("base64-looking lines beyond what is held back for a cut are given at once", () => {
-    const splitter = new LineSplitter(64 * 1024, scrub, 100);
+    const splitter = new LineSplitter(64 * 1024, redactor, 100);
     const lines = Array.from({ length: 6 }, (_, i) => `${String(i).repeat(20)}`);
     expect(splitter.push(Buffer.from(`${lines.join("\n")}\n`))).toEqual(lines);
   });
 
   test("lines and the rest at the end come back scrubbed, split on CRLF and LF, UTF-8 kept across chunks", () => {
     const bytes = Buffer.from(`a ${SECRET}\r\nü ${SECRET}`);
-    const splitter = new LineSplitter(64, scrub);
+    const splitter = new LineSplitter(64, redactor);
     const lines = [...splitter.push(bytes.subarray(0, 14)), ...splitter.push(bytes.subarray(14)), ...splitter.flush()];
     expect(lines).toEqual([`a ${REDACTED}`, `ü ${REDACTED}`]);
   });
 
   test("a stream cut under its writer: the last, unfinished line's last word is shown as [cut] unless it is a redacted secret", () => {
     const cutOff = (text: string, cut: boolean) => {
-      const splitter = new LineSplitter(64, scrub);
+      const splitter = new LineSplitter(64, redactor);
       return [...splitter.push(Buffer.from(text)), ...splitter.flush(cut)];
     };
     // The first characters of a secret that never arrived whole: no redaction recognises them.
@@ -138,11 +138,59 @@ describe("LineSplitter", () => {
     expect(cutOff("whole line\n", true)).toEqual(["whole line"]);
   });
 
+  const PASSPHRASE = "correct horse battery staple";
+  /** The lines a splitter scrubbing `secrets` gives for `text`, its stream closed under the writer. */
+  const cutUnder = (secrets: readonly string[], text: string): string[] => {
+    const splitter = new LineSplitter(64 * 1024, Redactor.of(secrets));
+    return [...splitter.push(Buffer.from(text)), ...splitter.flush(true)];
+  };
+
+  test.each([
+    ["raw", `login: ${PASSPHRASE.slice(0, 18)}`, "login: [cut]"],
+    ["raw, at the line's start", PASSPHRASE.slice(0, 14), "[cut]"],
+    ["raw, glued to a word", `--passphrase=${PASSPHRASE.slice(0, 15)}`, "--passphrase=[cut]"],
+    ["JSON-escaped in part", `{"pass":"correct\\u0020horse battery st`, `{"pass":"[cut]`],
+    ["URL-encoded in part", "body: p=correct%20horse battery+st", "body: p=[cut]"],
+    ["an HTML reference in part", "<p>correct&#32;horse battery</p", "<p>[cut]"],
+    ["with a tab", "pass: correct\thorse\tbat", "pass: [cut]"],
+    ["its first words ending the line", `usage: ${PASSPHRASE.slice(0, 14)}`, "usage: [cut]"],
+  ])("a secret holding spaces cut under its writer (%s): none of its first words is left", (_label, text, line) => {
+    const secret = text.includes("\t") ? "correct\thorse\tbattery" : PASSPHRASE;
+    expect(cutUnder([secret], text)).toEqual([line]);
+  });
+
+  test("a secret holding a ' shell-quoted ('\\'') and cut under its writer: none of its first words is left", () => {
+    expect(cutUnder(["it's a long pass phrase"], "+ login 'it'\\''s a long pa")).toEqual(["+ login '[cut]"]);
+  });
+
+  test("a secret holding spaces whose words are secrets of their own, cut under its writer: none of its first words is left", () => {
+    // Its second word is redacted alone: the words before it are still the start of the passphrase.
+    expect(cutUnder([PASSPHRASE, "horse"], "pw: correct horse batt")).toEqual(["pw: [cut]"]);
+    // The line ends with a whole secret: it is kept as REDACTED only when nothing before it is the start of another.
+    expect(cutUnder([PASSPHRASE, "battery"], "pw: correct horse battery")).toEqual(["pw: [cut]"]);
+    expect(cutUnder([PASSPHRASE, "battery"], "pw: a battery")).toEqual([`pw: a ${REDACTED}`]);
+    // A whole secret across where the passphrase begins: cut from its own start, not left as its first word.
+    expect(cutUnder([PASSPHRASE, "xyz correct"], "pw: xyz correct horse batt")).toEqual(["pw: [cut]"]);
+  });
+
+  test("a secret holding spaces that ends inside the last word is cut whole, not from that word", () => {
+    expect(cutUnder(["my secret phrase"], "pw: my secret phrase-and-more")).toEqual(["pw: [cut]"]);
+  });
+
+  test("a secret holding a line break cut in its second line: its first line is redacted, the first words of the second cut", () => {
+    const secret = "first line words\nsecond line words";
+    expect(cutUnder([secret], "start\nkey: first line words\nsecond li")).toEqual(["start", `key: ${REDACTED}`, "[cut]"]);
+  });
+
+  test("a line cut under its writer whose words only look like the start of a secret is cut from its last word only", () => {
+    expect(cutUnder([PASSPHRASE], "correct answers: horse battery st")).toEqual(["correct answers: horse battery [cut]"]);
+  });
+
   test("a wrapped base64 run cut under its writer: its lines that came whole (a secret's first bytes, encoded) are [cut] too", () => {
     const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
     const base64 = Buffer.from(`user:${secret}`).toString("base64");
     const one = Redactor.of([secret]);
-    const splitter = new LineSplitter(64 * 1024, (text) => one.text(text));
+    const splitter = new LineSplitter(64 * 1024, one);
     // Two whole lines of the run, then the first characters of the third: the child was gone before the rest.
     const wrapped = base64.match(/.{20}/g)!;
     const lines = [...splitter.push(Buffer.from(`auth\n${wrapped[0]}\n${wrapped[1]}\n${wrapped[2].slice(0, 5)}`)), ...splitter.flush(true)];
@@ -177,5 +225,19 @@ describe("LineSplitter", () => {
       { module: libModule("sessions/lines.ts") },
     );
     expect(seen).toEqual([1, true, 1001 * 1000 + 5]);
+  });
+
+  test("a long line matching a passphrase's first words in very many overlapping ways, cut under its writer, is cut in bounded time", async () => {
+    const seen = await inWorker(
+      `const { LineSplitter } = require(workerData.module);
+       const { Redactor } = require(workerData.redact);
+       const secret = Array.from({ length: 100 }, () => "a").join(" ");
+       const splitter = new LineSplitter(64 * 1024, Redactor.of([secret]));
+       splitter.push(Buffer.from("start ".repeat(1000) + "a ".repeat(25000) + "b"));
+       const lines = splitter.flush(true);
+       parentPort.postMessage([lines.length, lines[0].endsWith("[cut]"), lines[0].includes("a a")]);`,
+      { module: libModule("sessions/lines.ts"), redact: libModule("shared/redact.ts") },
+    );
+    expect(seen).toEqual([1, true, false]);
   });
 });

@@ -8,6 +8,7 @@ import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { runCli } from "../../lib/cli";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
+import { pidsWithMarker } from "../fixtures/processes";
 import { STDIO_SERVER_PATH, stdioFixture, TSX_CJS_REGISTER } from "../fixtures/stdio";
 
 const toolkits: McpToolkit[] = [];
@@ -119,5 +120,20 @@ describe("a stdio child that ends before its MCP session started", () => {
     const report = JSON.parse(json.out.join("\n")) as { servers: { name: string; stderr?: string[] }[] };
     expect(report.servers.find((s) => s.name === "db")?.stderr?.slice(-2)).toEqual(["line 12", "password [redacted]"]);
     expect([...text.out, ...text.err, ...json.out, ...json.err].join("\n")).not.toContain(SECRET);
+  });
+
+  test("check shows no first words of a passphrase the server was writing when it ended, a process it started holding its stderr", async () => {
+    const dir = await makeTempDir("mcp-start-exit-cut-");
+    const passphrase = "correct horse battery staple";
+    const sleeper = `34${process.pid}.7`;
+    // The sleeper keeps the stderr pipe open: the child's last line, without its newline, is cut under its writer.
+    const cut = `require("child_process").spawn("sleep", [${JSON.stringify(sleeper)}], { stdio: ["ignore", "ignore", "inherit"] }).unref(); process.stderr.write("starting\\nlogin with " + process.env.DB_PASSWORD.split(" ").slice(0, 3).join(" ")); process.exit(2);`;
+    const configPath = await writeConfig(dir, { mcpServers: { db: scripted("db", cut) } });
+    const env = { DB_PASSWORD: passphrase, MCP_HARNESS_DATA_DIR: await makeTempDir("mcp-start-exit-cut-data-") };
+    const text = { out: [] as string[], err: [] as string[] };
+    expect(await runCli(["check", configPath], { out: (l: string) => text.out.push(l), err: (l: string) => text.err.push(l), env, cwd: dir })).toBe(1);
+    expect(pidsWithMarker(sleeper)).toEqual([]);
+    expect(text.err.filter((line) => line.startsWith("  | "))).toEqual(["  | starting", "  | login with [cut]"]);
+    for (const word of ["correct", "horse", "battery"]) expect([...text.out, ...text.err].join("\n")).not.toContain(word);
   });
 });

@@ -67,3 +67,9 @@ test("a stdio child that ends while a process it started holds its stderr, in th
   const lines = await stderrOfEndedChild("tok-cut-short-8Rw", `'closing\\nusage: server --token %s' "\${API_TOKEN:0:4}"`, "usage", `32${process.pid}.7`);
   expect(lines).toEqual(["MCP server 'local' stderr: closing", "MCP server 'local' stderr: usage: server --token [cut]"]);
 });
+
+test("a stdio child that ends while a process it started holds its stderr, in the middle of a passphrase: none of its first words is logged", async () => {
+  // The last line stops in the third word of a secret holding spaces: the last word alone would leave the first two.
+  const lines = await stderrOfEndedChild("correct horse battery staple", `'closing\\nlogin with %s' "\${API_TOKEN% *}"`, "login", `33${process.pid}.7`);
+  expect(lines).toEqual(["MCP server 'local' stderr: closing", "MCP server 'local' stderr: login with [cut]"]);
+});

@@ -280,6 +280,17 @@ describe("Redactor", () => {
     }
   });
 
+  test("cutOff: a text cut off inside a secret holding spaces is cut where the secret's first characters begin, in any form", () => {
+    const redactor = Redactor.of(["correct horse battery staple"]);
+    const cutAt = (text: string) => text.slice(0, redactor.cutOff(text, text.lastIndexOf(" ") + 1));
+    expect(cutAt("pass correct horse batt")).toBe("pass ");
+    expect(cutAt("pass=correct\\u0020horse%20battery st")).toBe("pass=");
+    expect(cutAt("pass correct horses bat")).toBe("pass correct horses ");
+    // Nothing to cut before the caller's own cut; an empty set cuts only there.
+    expect(cutAt("nothing secret here")).toBe("nothing secret here".slice(0, 15));
+    expect(Redactor.none.cutOff("correct horse batt", 14)).toBe(14);
+  });
+
   test("regex metacharacters in a secret are literal", () => {
     expect(Redactor.of(["a.c"]).text("abc a.c")).toBe(`abc ${REDACTED}`);
     expect(Redactor.of(["(x|y)*"]).text("x (x|y)*")).toBe(`x ${REDACTED}`);

@@ -9,32 +9,39 @@ import { sliceWhole } from "../shared/text";
  * longer form that is still arriving when its line is cut can be logged in part.
  */
 export const CUT_KEEP_CHARS = 4096;
-/** What stands for the last word of a line cut under its writer. */
+/** What stands for the cut end of a line cut under its writer. */
 const CUT_WORD = "[cut]";
 const WHITESPACE = /\s/;
 
-/** `line` with its last word (what follows its last whitespace) as `CUT_WORD`; read from the end, in linear time. */
-function withLastWordCut(line: string): string {
-  let start = line.length;
-  while (start > 0 && !WHITESPACE.test(line[start - 1])) start -= 1;
-  return start === line.length ? line : line.slice(0, start) + CUT_WORD;
+/** Where the last word of `text` (what follows its last whitespace) starts; read from the end, in linear time. */
+function lastWordStart(text: string, end = text.length): number {
+  let start = end;
+  while (start > 0 && !WHITESPACE.test(text[start - 1])) start -= 1;
+  return start;
 }
 
 /** A line made only of base64 digits (either alphabet) and padding: possibly one line of a wrapped run. */
 const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
 
 /**
- * `lines` with the last one's last word cut; when that line is base64 digits only, the wrapped run it ends (its whole
- * lines, held back until now, may be the encoded first bytes of a secret whose rest never came) is cut with it, from
- * its first line's last word.
+ * Where the unfinished end of `text` (a stream closed under its writer) may hold the first characters of a secret,
+ * as far as the text's shape tells: its last word; when its last line is base64 digits only, the wrapped run it
+ * ends (its whole lines, held back until now, may be the encoded first bytes of a secret whose rest never came), from
+ * the last word of the run's first line.
  */
-function withCutRun(lines: string[]): string[] {
-  let start = lines.length - 1;
-  if (BASE64_LINE.test(lines[start])) {
-    while (start > 0 && BASE64_LINE.test(lines[start - 1])) start -= 1;
-    if (start > 0 && endsInBase64Digits(lines[start - 1])) start -= 1;
+function unfinishedStart(text: string): number {
+  const lineStart = text.lastIndexOf("\n") + 1;
+  if (!BASE64_LINE.test(text.slice(lineStart))) return lastWordStart(text);
+  let start = lineStart;
+  while (start > 0) {
+    const from = text.lastIndexOf("\n", start - 2) + 1;
+    const line = text.slice(from, start - 1);
+    if (!BASE64_LINE.test(line) && !endsInBase64Digits(line)) break;
+    start = from;
+    if (!BASE64_LINE.test(line)) break;
   }
-  return [...lines.slice(0, start), withLastWordCut(lines[start])];
+  const end = start + text.slice(start).search(/\r?\n|$/);
+  return lastWordStart(text, end);
 }
 /** The last 16 characters before a line's padding: base64 digits (either alphabet) only. */
 const BASE64_TAIL_DIGITS = /^[A-Za-z0-9+/_-]{16}$/;
@@ -69,9 +76,19 @@ function wrappedRunStart(block: string, limit: number): number {
   return block.length - start <= limit ? start : block.length;
 }
 
+/** How the splitter scrubs what it gives (as a `Redactor` does; the session's own is read at each use). */
+export interface LineScrub {
+  /** The text with each secret replaced by REDACTED. */
+  text(text: string): string;
+  /** Where to cut a text cut off under its writer, at `from` at the latest (see `Redactor.cutOff`). */
+  cutOff(text: string, from: number): number;
+}
+
+const UNSCRUBBED: LineScrub = { text: (text) => text, cutOff: (_text, from) => from };
+
 /**
  * Splits a byte stream into whole lines (UTF-8 safe across chunks), scrubbed with `redact`, which must replace each
- * secret with REDACTED (as `Redactor.text` does). The lines a chunk completes are scrubbed together, before they are
+ * secret with REDACTED (as a `Redactor` does). The lines a chunk completes are scrubbed together, before they are
  * split, so a secret holding a line break (a PEM key, line-wrapped base64) is blanked whole when it arrives within
  * one chunk (one write of the child, up to a pipe's 64 KiB); lines that may begin a wrapped base64 run are given only
  * with the line after the run (or at the end), so a run written over several writes is scrubbed whole too. A line
@@ -84,7 +101,7 @@ export class LineSplitter {
 
   constructor(
     private readonly maxPending: number,
-    private readonly redact: (text: string) => string = (text) => text,
+    private readonly redact: LineScrub = UNSCRUBBED,
     keep: number = CUT_KEEP_CHARS,
   ) {
     this.keep = Math.min(keep, Math.floor(maxPending / 2));
@@ -108,24 +125,28 @@ export class LineSplitter {
       if (held === 0) return this.pending.length > this.maxPending ? [this.cut()] : [];
       block = block.slice(0, held - 1);
     }
-    const lines = this.redact(block).split(/\r?\n/);
+    const lines = this.redact.text(block).split(/\r?\n/);
     if (this.pending.length > this.maxPending) lines.push(this.cut());
     return lines;
   }
 
   /**
    * What is left, at the stream's end. `cut`: the stream was closed under the writer (not ended by it), so its last,
-   * unfinished line may stop inside a secret, whose first characters no redaction recognises: that line's last word is
-   * shown as `[cut]` unless it is a redacted secret.
+   * unfinished line may stop inside a secret, whose first characters no redaction recognises: the line is cut (shown
+   * as `[cut]`) from its last word on, unless it ends with a redacted secret, and from wherever the first words of a
+   * secret holding spaces begin that run up to there (`Redactor.cutOff`).
    */
   flush(cut = false): string[] {
     const rest = this.pending + this.decoder.end();
     this.pending = "";
     if (rest === "") return [];
+    let at = rest.length;
+    if (cut && !rest.endsWith("\n")) {
+      at = this.redact.cutOff(rest, this.redact.text(rest).endsWith(REDACTED) ? rest.length : unfinishedStart(rest));
+    }
     // What was held back is whole lines, before the last unfinished one.
-    const lines = this.redact(rest).split(/\r?\n/);
+    const lines = (this.redact.text(rest.slice(0, at)) + (at < rest.length ? CUT_WORD : "")).split(/\r?\n/);
     if (lines[lines.length - 1] === "") lines.pop();
-    else if (cut && !lines[lines.length - 1].endsWith(REDACTED)) return withCutRun(lines);
     return lines;
   }
 
@@ -137,10 +158,10 @@ export class LineSplitter {
    */
   private cut(): string {
     const raw = this.pending;
-    const whole = this.redact(raw);
+    const whole = this.redact.text(raw);
     const at = sliceWhole(raw, raw.length - this.keep).length;
-    const head = this.redact(raw.slice(0, at));
-    if (head + this.redact(raw.slice(at)) === whole) {
+    const head = this.redact.text(raw.slice(0, at));
+    if (head + this.redact.text(raw.slice(at)) === whole) {
       this.pending = raw.slice(at);
       return head;
     }

@@ -564,7 +564,7 @@ export class SessionPool {
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
-      redact: (text) => this.redactor(entry).text(text),
+      redact: { text: (text) => this.redactor(entry).text(text), cutOff: (text, from) => this.redactor(entry).cutOff(text, from) },
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
       sessionTag: entry.tag,

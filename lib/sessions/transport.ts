@@ -8,7 +8,7 @@ import type { Logger } from "../shared/logger";
 import type { StdioLaunch } from "./workspace";
 import { boundText, escapeControls } from "../shared/text";
 import { onChildStart } from "./child";
-import { LineSplitter } from "./lines";
+import { LineSplitter, type LineScrub } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
 import { endsSessionWithStream, postsOfGivenUpCalls } from "./sse-session";
 import { SESSION_TAG_ENV } from "./session-processes";
@@ -19,7 +19,7 @@ export interface TransportOptions {
   headers: Readonly<Record<string, string>>;
   logger: Logger;
   /** Scrubs the server's secrets out of what it writes to stderr before it reaches a log line (each secret becomes REDACTED). */
-  redact: (text: string) => string;
+  redact: LineScrub;
   /** Longest stdio message read; a longer one is discarded (its call fails), the session stays. */
   stdioMaxMessageBytes?: number;
   /** stdio: the child's cwd and env (the thread workspace pinning); default: the config's. */

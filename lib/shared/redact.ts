@@ -95,6 +95,24 @@ export class Redactor {
     return mergeSpans(spans);
   }
 
+  /**
+   * Where to cut `text`, a text cut off at its end (a stream closed under its writer) that may stop inside a secret,
+   * at `from` at the latest (the caller's cut: its last word, where a secret's last character may stop inside its
+   * encoding, `%2`, `\u00`), so that what is kept, scrubbed by `text()`, shows no first characters of a secret. Earlier
+   * than `from` where the first whole characters of a secret, in any form `text()` blanks one character at a time
+   * (raw, JSON-escaped, URL-encoded, HTML, shell-quoted, mixed), run from there up to `from`: a passphrase
+   * (`correct horse battery staple`) cut in its third word, whose first words the last word alone would keep. And
+   * at the start of a secret lying across the cut (one that ends inside the last word). Base64 and hex forms hold no
+   * whitespace: they stop inside the last word.
+   */
+  cutOff(text: string, from: number): number {
+    if (this.matchers === null || from <= 0) return Math.max(from, 0);
+    let cut = from;
+    for (const matcher of this.matchers) cut = Math.min(cut, firstCharsStart(matcher.secret, text, from));
+    for (const [start, end] of this.spans(text)) if (start < cut && cut < end) return start;
+    return cut;
+  }
+
   private secretSpans(text: string): Span[] {
     const spans: Span[] = [];
     const encoded = MAY_BE_ENCODED.test(text);
@@ -300,6 +318,8 @@ export function recordSecrets(record: Readonly<Record<string, unknown>> | undefi
  * for every new set it was part of.
  */
 interface SecretMatcher {
+  /** The secret (a line of one holding line breaks, a decoded form, …). */
+  readonly secret: string;
   /** Characters of its patterns. */
   readonly size: number;
   readonly forms: RegExp;
@@ -333,6 +353,7 @@ function matcherOf(secret: string): SecretMatcher {
   const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
   const plainSource = /[ \r\n']/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
+    secret,
     size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
     forms: new RegExp(formsSource, "g"),
     runs: runs.length === 0 ? null : new RegExp(runsSource, "g"),
@@ -340,6 +361,88 @@ function matcherOf(secret: string): SecretMatcher {
   };
   matcherCache.set(secret, matcher);
   return matcher;
+}
+
+/**
+ * The most characters one character of a secret takes in a form `charForms` allows (a 4-byte UTF-8 character URL-encoded
+ * twice): where the first characters of a secret ending at a cut may begin is searched no farther back. Longer forms
+ * (JSON escaped more than three times over, an HTML reference padded with zeros) are not found there.
+ */
+const MAX_CHAR_FORM_CHARS = 20;
+/** Sticky-pattern tries one `firstCharsStart` may make; past it, the whole stretch it searches is taken. */
+const FIRST_CHARS_TRIES = 200_000;
+
+/** A secret's characters, each as its forms (sticky patterns), built the first time a search reaches it. */
+class FirstChars {
+  /** Where the secret may begin: its first character in any form. */
+  readonly first: RegExp;
+  /** How many characters a search may match: all but the last. */
+  readonly count: number;
+  private readonly chars: string[];
+  private readonly built: RegExp[][] = [];
+
+  constructor(secret: string) {
+    this.chars = [...secret];
+    this.count = this.chars.length - 1;
+    this.first = new RegExp(charPattern(this.chars[0], true), "g");
+  }
+
+  forms(index: number): readonly RegExp[] {
+    return (this.built[index] ??= charForms(this.chars[index], index === 0).map((form) => new RegExp(form, "y")));
+  }
+}
+
+/** Built when a cut text first needs them (rarely: a stream closed under its writer); a few secrets' worth are kept. */
+const firstCharsCache = new Map<string, FirstChars>();
+
+function firstCharsOf(secret: string): FirstChars {
+  let found = firstCharsCache.get(secret);
+  if (found === undefined) {
+    found = new FirstChars(secret);
+    if (firstCharsCache.size >= 64) firstCharsCache.delete(firstCharsCache.keys().next().value as string);
+    firstCharsCache.set(secret, found);
+  }
+  return found;
+}
+
+/**
+ * The earliest index from which `text` up to `end` is the first whole characters of `secret` (at least one, not all),
+ * each in any form `charForms` allows; `end` when there is none. Every form of each next character is tried at every
+ * place the characters before it may end, so forms of different lengths (a `'` raw or as `'\''`) are all followed.
+ * Past `FIRST_CHARS_TRIES` (text built to match a secret's first characters in many overlapping ways) the whole stretch
+ * searched is taken.
+ */
+function firstCharsStart(secret: string, text: string, end: number): number {
+  const chars = firstCharsOf(secret);
+  if (chars.count === 0) return end;
+  const { first } = chars;
+  const lowest = Math.max(0, end - MAX_CHAR_FORM_CHARS * chars.count);
+  // Where the characters matched so far may end, each with the earliest index they began at; first, where it may begin.
+  let reached = new Map<number, number>();
+  const stretch = text.slice(0, end);
+  first.lastIndex = lowest;
+  for (let match = first.exec(stretch); match !== null; match = first.exec(stretch)) {
+    reached.set(match.index, match.index);
+    first.lastIndex = match.index + 1;
+  }
+  let best = end;
+  let tries = 0;
+  for (let index = 0; index < chars.count; index += 1) {
+    const next = new Map<number, number>();
+    for (const [at, start] of reached) {
+      if (start >= best) continue;
+      for (const form of chars.forms(index)) {
+        if ((tries += 1) > FIRST_CHARS_TRIES) return lowest;
+        form.lastIndex = at;
+        if (!form.test(text) || form.lastIndex > end) continue;
+        if (form.lastIndex === end) best = Math.min(best, start);
+        else if ((next.get(form.lastIndex) ?? end) > start) next.set(form.lastIndex, start);
+      }
+    }
+    if (next.size === 0) break;
+    reached = next;
+  }
+  return best;
 }
 
 export type Span = [number, number];
@@ -435,6 +538,11 @@ const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/"
 
 /** Every way one character of a secret can appear in an echo. `first`: the secret's first, where a match may start. */
 function charPattern(ch: string, first = false): string {
+  return `(?:${charForms(ch, first).join("|")})`;
+}
+
+/** The patterns of `charPattern`, one per form. */
+function charForms(ch: string, first: boolean): string[] {
   const cp = ch.codePointAt(0)!;
   const forms = [escapeRegExp(ch)];
   const escape = first ? RUN_START : "";
@@ -459,7 +567,7 @@ function charPattern(ch: string, first = false): string {
   forms.push(`&#0*${cp};`, `&#[xX]0*${hexPattern(cp, 0)};`);
   const named = HTML_NAMED[ch];
   if (named) forms.push(`&${named};`);
-  return `(?:${forms.join("|")})`;
+  return forms;
 }
 
 const HTML_NAMED: Record<string, string> = { "&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "(?:apos|#39)" };
