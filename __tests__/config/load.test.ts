@@ -333,6 +333,8 @@ describe("loadExtensionsConfig", () => {
         ["a connection string in env holding '/'", "stdio", stdio("$DB_URL"), "mcpServers.db.env.DATABASE_URL", "postgresql://app:Sx9kQ/w-Kq9@db:5432/app"],
         // libpq takes the user info up to the first '@': `could not translate host name "ss@db"`.
         ["a connection string in env holding '@'", "stdio", stdio("$DB_URL"), "mcpServers.db.env.DATABASE_URL", "postgresql://app:Sx9kQ@ss-Kq9@db/app"],
+        // A web URL's parser skips the slashes: host "Sx9kQ-tok".
+        ["a token user after a third '/'", "http", http("$DB_URL"), "mcpServers.db.url", "https:///Sx9kQ-tok/en-Kq9@api.example.com/mcp"],
       ])("%s is refused: the server is skipped naming field and variable, never the value", async (_what, transport, server, where, value) => {
         const loaded = await load({ mcpServers: { db: server, other: { command: "npx" } } }, { DB_URL: value });
         expect(Object.keys(loaded.config.mcpServers)).toEqual(["other"]);
@@ -349,6 +351,14 @@ describe("loadExtensionsConfig", () => {
         ["a connection string with percent-encoded user info", stdio("$DB_URL"), "postgresql://app:p%40ss%2Fw@db/app"],
         ["two URLs, the first with a path", stdio("$DB_URL"), "http://a.example/x,postgresql://app:pw@db/app"],
         ["a package pinned to a version, as an argument", { command: "uvx", args: ["--from", "$DB_URL", "tool"] }, "git+https://github.com/org/repo@v1.2"],
+        // No parser reads user info in a file URL: the '@' is a pnpm store path's (`.pnpm/<package>@<version>`).
+        [
+          "a file URL with an '@' in its path (the host's NODE_OPTIONS)",
+          { command: "node", env: { NODE_OPTIONS: "$DB_URL" } },
+          "--import file:///app/node_modules/.pnpm/tsx@4.19.2/node_modules/tsx/dist/loader.mjs",
+        ],
+        // An empty authority holds no user info (only a web URL's parser skips the slashes after `://`).
+        ["a connection string over a Unix socket, with no authority", stdio("$DB_URL"), "postgresql:///app?host=/var/run/postgresql&user=me@corp.example"],
       ])("%s loads", async (_what, server, value) => {
         const loaded = await load({ mcpServers: { db: server } }, { DB_URL: value });
         expect(loaded.skipped).toEqual([]);

@@ -5,8 +5,9 @@ import * as nodePath from "node:path";
 /**
  * Folders held open, so that what is done in them happens in the folder that was checked even when one of its
  * ancestors is swapped for a symbolic link meanwhile (`O_NOFOLLOW` guards only a path's last component). Node has no
- * `openat`; on Linux `/proc/self/fd/<fd>/<name>` resolves through the open folder instead. Elsewhere (no /proc) a name
- * is joined to the folder's path, as before: the swap is not guarded there.
+ * `openat`; on Linux `/proc/self/fd/<fd>/<name>` resolves through the open folder instead. Elsewhere (no /proc, or
+ * Node's permission model, which checks a path's text and allows no write under /proc) a name is joined to the
+ * folder's path, as before: the swap is not guarded there.
  */
 export interface HeldDir {
   readonly path: string;
@@ -16,7 +17,7 @@ export interface HeldDir {
 let procFd: boolean | undefined;
 
 function throughProc(): boolean {
-  procFd ??= process.platform === "linux" && existsSync("/proc/self/fd");
+  procFd ??= process.platform === "linux" && existsSync("/proc/self/fd") && (process.permission?.has("fs.write", "/proc/self/fd") ?? true);
   return procFd;
 }
 

@@ -16,14 +16,20 @@ const URL_START = /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*):\/\//g;
 /**
  * Whether a `scheme://` URL in `text` shows user info that is not percent-encoded: an `@` after its authority's end
  * (one that starts a path segment, `/@owner/server`, is not a sign), or, with `secondAt`, a second `@` in the
- * authority of a URL other than a web one (libpq, behind psql and psycopg, ends the user info at the first).
+ * authority of a URL other than a web one (libpq, behind psql and psycopg, ends the user info at the first). A `file:`
+ * URL, or one other than a web URL with an empty authority (`scheme:///`), has no user info to look at.
  */
 export function userInfoUnencoded(text: string, secondAt: boolean): boolean {
   const starts = [...text.matchAll(URL_START)];
   for (const [index, match] of starts.entries()) {
-    const web = WEB_SCHEMES.has(match[1].toLowerCase());
+    const scheme = match[1].toLowerCase();
+    // A file URL holds no user info (no parser reads one there): its '@'s are the path's (`.pnpm/tsx@4.19.2/`).
+    if (scheme === "file") continue;
+    const web = WEB_SCHEMES.has(scheme);
     const rest = text.slice(match.index + match[0].length, starts[index + 1]?.index).split(/[\s'"<>]/, 1)[0];
     const end = rest.search(web ? /[/?#\\]/ : /[/?#]/);
+    // Nor does an empty authority (`postgresql:///app?host=/socket`), but in a web URL, whose parser skips the slashes.
+    if (end === 0 && !web) continue;
     const authority = end === -1 ? rest : rest.slice(0, end);
     if (secondAt && !web && authority.indexOf("@") !== authority.lastIndexOf("@")) return true;
     if (end === -1) continue;

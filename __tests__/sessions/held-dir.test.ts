@@ -1,0 +1,37 @@
+/**
+ * Folders held open (`HeldDir`) where `/proc/self/fd/<fd>/<name>` cannot be used though `/proc` is there: under Node's
+ * permission model a path there is outside every `--allow-fs-write` folder (ERR_ACCESS_DENIED), so a name is joined to
+ * the folder's path instead, as where there is no `/proc`.
+ */
+import { describe, expect, test } from "@jest/globals";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readdir } from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import { ensureThreadPaths, threadPaths } from "../../lib/sessions/workspace";
+import { makeTempDir } from "../fixtures/config";
+import { TSX_CJS_REGISTER } from "../fixtures/stdio";
+
+const REMOVER = path.join(__dirname, "..", "fixtures", "skeleton-remover.ts");
+/** `--permission` since Node 22.13 and 23.5; `--experimental-permission` before. */
+const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission") ? "--permission" : "--experimental-permission";
+
+describe("a host under Node's permission model, allowed to write in the data dir", () => {
+  test("removes an empty thread skeleton, as at its last session's close (the folder is not left behind for good)", async () => {
+    const dataDir = await makeTempDir("mcp-held-dir-permission-");
+    const paths = threadPaths(dataDir, "permission-model");
+    expect(await ensureThreadPaths(paths)).toBeNull();
+    // Writes allowed in the temp folder (the data dir is in it; tsx keeps its cache there); esbuild, behind tsx, runs a worker.
+    const flags = [PERMISSION_FLAG, "--allow-fs-read=*", `--allow-fs-write=${os.tmpdir()}`, "--allow-worker"];
+    const child = spawn(process.execPath, [...flags, "--require", TSX_CJS_REGISTER, REMOVER, dataDir, "permission-model"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    const [code] = (await once(child, "exit")) as [number | null];
+    expect({ code, err: err.split("\n").filter((line) => line.includes("skeleton-remover")) }).toEqual({ code: 0, err: [] });
+    expect(JSON.parse(out)).toEqual({ removed: true });
+    expect(await readdir(path.join(dataDir, "threads"))).toEqual([]);
+  });
+});
