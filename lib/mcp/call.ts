@@ -34,7 +34,7 @@ import { mayTranslatePaths, pathReferences, translateResultPaths, userDataRoot, 
 import type { AcquireOptions, McpSession, SessionPool } from "../sessions/pool";
 import type { ProgressRegistration } from "../sessions/progress";
 import { runScope, type SessionScope } from "../sessions/scope";
-import { startFailureText } from "../sessions/start-failure";
+import { startFailureText, StartStepTimeoutError } from "../sessions/start-failure";
 import { boundText, escapeControls } from "../shared/text";
 import { nestsDeeperThan } from "../shared/plain-object";
 import { boundConvertedResult, convertCallToolResult, DEFAULT_MAX_RESULT_CHARS, type ConvertedResult } from "./results";
@@ -186,7 +186,8 @@ function tooDeepText(record: McpToolRecord): string {
 
 function initTimeoutText(record: McpToolRecord, err: DeadlineExceededError): string {
   const seconds = secondsText(err.timeoutMs);
-  return `MCP tool '${record.rawName}' on server '${record.server}' was not called: its MCP session did not start within ${seconds}s (session_init_timeout)`;
+  const step = err instanceof StartStepTimeoutError ? `: ${err.stepText}` : "";
+  return `MCP tool '${record.rawName}' on server '${record.server}' was not called: its MCP session did not start within ${seconds}s (session_init_timeout)${step}`;
 }
 
 function timeoutText(record: McpToolRecord, err: DeadlineExceededError): string {

@@ -8,14 +8,14 @@ import { headerSecrets } from "../shared/header-secrets";
 import { Redactor } from "../shared/redact";
 import { createTransport } from "./transport";
 import { isConnectionClosed, noteExpiredWhileStarting } from "./expired";
-import { DeadlineExceededError, withDeadline } from "../shared/deadline";
+import { Deadline, DeadlineExceededError, withDeadline } from "../shared/deadline";
 import { processExists } from "../shared/process";
-import { MAX_TIMER_MS, setClampedTimeout, timerDelay } from "../shared/timers";
+import { MAX_TIMER_MS, setClampedTimeout } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
 import { exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, isRunningNow, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
-import { exitedBeforeStart, withCwdCause } from "./start-failure";
+import { exitedBeforeStart, startStep, withCwdCause } from "./start-failure";
 import { unsupportedProtocol } from "./protocol-version";
 import { realFolderPath } from "../shared/data-dir";
 import { DEFAULT_SCOPE, type SessionScope } from "./scope";
@@ -90,6 +90,11 @@ interface Entry {
    * the run (`SessionScope.temporary`): such a session is the first the bound closes.
    */
   temporary?: boolean;
+  /**
+   * stdio with a data dir: settles once the preparation of the thread's folders is over, also one its start gave up on
+   * (a file system call cannot be taken back).
+   */
+  prepared?: Promise<void>;
   /** stdio: set once the child is spawned (its end, not the creation's, then ends the session). */
   childStarted?: boolean;
   /** stdio: the child closed its stdout while it still ran (read from /proc as the output ended). */
@@ -534,7 +539,52 @@ export class SessionPool {
     entry.workspace?.add(value);
   }
 
+  /**
+   * The creation of `entry`'s session. stdio: `session_init_timeout` bounds the start as a whole, what comes before the
+   * spawn included (the thread's folders, the sweep of a killed host's processes): a file system that does not answer
+   * (a stalled mount under the data dir) would hold it past any bound. SSE: the connect. Streamable HTTP: see
+   * `connectWithin`.
+   */
   private async connect(entry: Entry, server: McpServerConfig, opts: AcquireOptions): Promise<McpSession> {
+    const start = new Deadline({ timeoutMs: server.type === "http" ? null : opts.initTimeoutMs }, entry.creation.signal);
+    try {
+      return await this.connectWithin(entry, server, opts, start);
+    } finally {
+      start.dispose();
+    }
+  }
+
+  /**
+   * What a stdio child waits for before its spawn, under `start`: its thread's folders (after a removal of them under
+   * way) and the sweep of the processes a killed host left. A step `start` ends fails the start naming it; the
+   * preparation, which cannot be taken back, runs on, and only the removal of the folders waits for it (`closeOnce`).
+   * Returns why the private temp folder is not used (see `ensureThreadPaths`), or `null`.
+   */
+  private async beforeSpawn(entry: Entry, start: Deadline): Promise<string | null> {
+    const paths = entry.paths;
+    let tmpProblem: string | null = null;
+    if (paths) {
+      // A session of the thread that just left may be removing its empty folder: it is created again after that.
+      const removal = threadFolderRemoval(paths);
+      const preparing = removal ? removal.then(() => ensureThreadPaths(paths)) : ensureThreadPaths(paths);
+      entry.prepared = preparing.then(
+        () => undefined,
+        () => undefined,
+      );
+      try {
+        tmpProblem = await startStep(preparing, start, "thread workspace");
+      } catch (err) {
+        if (err instanceof DeadlineExceededError || start.reason !== undefined) throw err;
+        throw new Error(`could not prepare the thread workspace of MCP server '${entry.serverName}': ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+      }
+    }
+    // A server may need what the processes a killed host left hold (a lock, a port, a browser's profile): it starts once
+    // the sweep has ended them.
+    if (this.orphanSweep) await startStep(this.orphanSweep, start, "orphan sweep");
+    return tmpProblem;
+  }
+
+  private async connectWithin(entry: Entry, server: McpServerConfig, opts: AcquireOptions, start: Deadline): Promise<McpSession> {
     const { key, serverName } = entry;
     const stdio = server.type === "stdio";
     if (stdio) this.startSweeps();
@@ -543,14 +593,13 @@ export class SessionPool {
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: jsonSchemaValidator() });
     const progress = new ProgressRouter(client);
     let tmpProblem: string | null = null;
-    try {
-      // A session of the thread that just left may be removing its empty folder: it is created again after that.
-      const removal = paths && threadFolderRemoval(paths);
-      if (removal) await removal;
-      if (paths) tmpProblem = await ensureThreadPaths(paths);
-    } catch (err) {
-      this.forget(entry);
-      throw new Error(`could not prepare the thread workspace of MCP server '${serverName}': ${(err as NodeJS.ErrnoException).code ?? "error"}`);
+    if (stdio) {
+      try {
+        tmpProblem = await this.beforeSpawn(entry, start);
+      } catch (err) {
+        this.forget(entry);
+        throw err;
+      }
     }
     if (tmpProblem !== null && scope) {
       this.logger.warn(
@@ -558,9 +607,6 @@ export class SessionPool {
           `(${tmpProblem}); MCP server '${serverName}' runs there with the host's temp folder`,
       );
     }
-    // A server may need what the processes a killed host left hold (a lock, a port, a browser's profile): it starts once
-    // the sweep has ended them.
-    if (stdio) await this.orphanSweep;
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
@@ -615,10 +661,10 @@ export class SessionPool {
         return listed.then(close);
       };
     }
-    // Streamable HTTP: at `session_init_timeout` the callers hear of it and the entry is closed, which gives the
-    // initialization a grace to finish (see `closeOnce`): a server that created the session meanwhile is told (DELETE).
+    // stdio and SSE: `start` bounds the connect (stdio: what came before too). Streamable HTTP: at `session_init_timeout`
+    // the callers hear of it and the entry is closed, which gives the initialization a grace to finish (see
+    // `closeOnce`): a server that created the session meanwhile is told (DELETE).
     const deadlineMs = opts.initTimeoutMs;
-    const initTimeoutMs = entry.httpTransport ? null : deadlineMs;
     const expiry =
       entry.httpTransport && deadlineMs !== null
         ? setClampedTimeout(() => void this.closeEntry(entry, new DeadlineExceededError(deadlineMs)), deadlineMs)
@@ -626,7 +672,7 @@ export class SessionPool {
     try {
       await withDeadline(
         (signal) => {
-          const connecting = client.connect(transport, { signal, timeout: timerDelay(initTimeoutMs ?? MAX_TIMER_MS) });
+          const connecting = client.connect(transport, { signal, timeout: MAX_TIMER_MS });
           // Wired by the client as it starts connecting: reported once, whether by the pipes' close or the child's exit.
           const onclose = transport.onclose;
           let reported = false;
@@ -637,8 +683,8 @@ export class SessionPool {
           };
           return connecting;
         },
-        initTimeoutMs,
-        entry.creation.signal,
+        null,
+        start.signal,
       );
     } catch (err) {
       this.forget(entry);
@@ -818,8 +864,10 @@ export class SessionPool {
     const session = await entry.ready.catch(() => undefined);
     clearTimeout(grace);
     if (!session) {
-      // A child that was spawned leaves once it and what it started are gone (see `connect`).
-      if (!entry.childStarted) this.leaveWorkspace(entry);
+      // A child that was spawned leaves once it and what it started are gone (see `connect`); a start that never spawned
+      // one, once its thread's folders are no longer being prepared: a removal of them meanwhile would race that
+      // preparation. Not waited for here: a hung file system must not hold the closing of a start it made fail.
+      if (!entry.childStarted) void this.track((entry.prepared ?? Promise.resolve()).then(() => this.leaveWorkspace(entry)));
       return;
     }
     try {

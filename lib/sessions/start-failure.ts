@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { constants } from "node:fs";
 import { access, stat } from "node:fs/promises";
+import { DeadlineExceededError, withDeadline, type Deadline } from "../shared/deadline";
 
 /** A configured `cwd` that is missing, not a folder or not enterable is told apart first (`withCwdCause`). */
 const CAUSES: Readonly<Record<string, string>> = {
@@ -95,4 +96,40 @@ export function startFailureText(serverName: string, err: unknown): string | und
   const known = err instanceof StdioCwdError ? CWD_CAUSES[err.problem] : code === undefined ? undefined : CAUSES[code];
   const cause = code === undefined ? "" : ` (${code}${known ? `: ${known}` : ""})`;
   return `could not start the stdio MCP server '${serverName}'${cause}`;
+}
+
+/** The steps of a stdio session's start before its spawn: the thread's folders, the sweep of a killed host's processes. */
+export type StartStep = "thread workspace" | "orphan sweep";
+
+const STEP_TEXTS: Readonly<Record<StartStep, string>> = {
+  "thread workspace": "its thread workspace was still being prepared (the file system did not answer)",
+  "orphan sweep": "the processes left by a host process that ended without closing its sessions were still being ended",
+};
+
+/** `session_init_timeout` ran out during a step of a stdio session's start before its spawn. */
+export class StartStepTimeoutError extends DeadlineExceededError {
+  constructor(
+    timeoutMs: number,
+    readonly step: StartStep,
+  ) {
+    super(timeoutMs);
+    this.message = `${this.message}: ${STEP_TEXTS[step]}`;
+    this.name = "StartStepTimeoutError";
+  }
+
+  /** What a call shows after its own words on the start (no path, no value). */
+  get stepText(): string {
+    return STEP_TEXTS[this.step];
+  }
+}
+
+/**
+ * `work`, a step of a start before its spawn, until `start` ends it: then its `DeadlineExceededError` becomes a
+ * `StartStepTimeoutError` naming the step (any other reason, the start's abort, is thrown as it is). The work itself runs
+ * on unseen: a file system call cannot be taken back.
+ */
+export function startStep<T>(work: Promise<T>, start: Deadline, step: StartStep): Promise<T> {
+  return withDeadline(() => work, null, start.signal).catch((err: unknown) => {
+    throw err instanceof DeadlineExceededError && err === start.reason ? new StartStepTimeoutError(err.timeoutMs, step) : err;
+  });
 }
