@@ -116,7 +116,10 @@ export class Redactor {
   private secretSpans(text: string): Span[] {
     const spans: Span[] = [];
     const encoded = MAY_BE_ENCODED.test(text);
-    for (const { forms, plain } of this.matchers!) collectSpans(encoded || plain === null ? forms : plain, text, spans);
+    for (const { forms, plain } of this.matchers!) {
+      if (!encoded && plain !== null) collectSpans(plain, text, spans);
+      else for (const pattern of forms) collectSpans(pattern, text, spans);
+    }
     // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
     if (MAY_WRAP.test(text)) {
       const unwrapped = unwrapBase64(text);
@@ -322,7 +325,8 @@ interface SecretMatcher {
   readonly secret: string;
   /** Characters of its patterns. */
   readonly size: number;
-  readonly forms: RegExp;
+  /** One pattern, or for a long secret several, each with a piece of its characters (see `MAX_PIECE_CHARS`). */
+  readonly forms: readonly RegExp[];
   readonly runs: RegExp | null;
   /**
    * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret and its base64 runs as
@@ -343,19 +347,21 @@ function matcherOf(secret: string): SecretMatcher {
   const base64 = base64Runs(secret);
   // Each list longest first, so a whole "Bearer <token>" goes before its token alone.
   const longestFirst = (list: readonly string[]) => [...new Set(list)].sort((a, b) => b.length - a.length);
-  const runs = longestFirst(base64.map((run) => [...run].map((digit, i) => base64DigitPattern(digit, i === 0)).join("")));
+  const runs = longestFirst(base64.flatMap(digitPieces).map((run) => [...run].map((digit, i) => base64DigitPattern(digit, i === 0)).join("")));
   // Hex of its UTF-8 bytes (a server's hex dump of what it received), in either case; from 4 bytes on (8 digits), so
   // that a short secret's hex does not blank ordinary numbers.
   const bytes = Buffer.from(secret, "utf8");
   const hex = bytes.length >= MIN_HEX_BYTES ? [bytes.toString("hex")] : [];
-  const formsSource = longestFirst([[...secret].map((ch, i) => charPattern(ch, i === 0)).join(""), ...runs, ...hex.map(hexDigitsPattern)]).join("|");
+  const pieces = secretPieces(secret);
+  const encodedSource = longestFirst([...runs, ...hex.flatMap(digitPieces).map(hexDigitsPattern)]);
+  const formsSources = pieces.length === 1 ? [longestFirst([charsPattern(secret), ...encodedSource]).join("|")] : [...pieces.map(charsPattern), ...(encodedSource.length === 0 ? [] : [encodedSource.join("|")])];
   const runsSource = runs.join("|");
   const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
   const plainSource = /[ \r\n']/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     secret,
-    size: formsSource.length + runsSource.length + (plainSource?.length ?? 0),
-    forms: new RegExp(formsSource, "g"),
+    size: formsSources.reduce((sum, source) => sum + source.length, 0) + runsSource.length + (plainSource?.length ?? 0),
+    forms: formsSources.map((source) => new RegExp(source, "g")),
     runs: runs.length === 0 ? null : new RegExp(runsSource, "g"),
     plain: plainSource === null ? null : new RegExp(plainSource, "g"),
   };
@@ -534,15 +540,115 @@ function base64DigitPattern(digit: string, first = false): string {
   return digit; // A-Z a-z 0-9 - _
 }
 
+/**
+ * The most characters of a secret one pattern holds: V8 compiles a pattern recursively along its sequence, and a
+ * sequence of a few thousand characters' forms overflowed the stack (an error whose message is the pattern, secret and
+ * all). A longer secret is matched a piece at a time: each piece found is blanked (a few hundred characters of a
+ * secret), so the whole is blanked in any form its pieces are.
+ */
+const MAX_PIECE_CHARS = 256;
+
+/** The secret cut in pieces of about `MAX_PIECE_CHARS` characters, none of them ending in a backslash (see `charsPattern`). */
+function secretPieces(secret: string): string[] {
+  const chars = [...secret];
+  const size = pieceStep(chars.length, MAX_PIECE_CHARS) + 1;
+  const pieces: string[] = [];
+  for (let from = 0; from < chars.length; ) {
+    let to = Math.min(from + size, chars.length);
+    while (to < chars.length && chars[to - 1] === "\\") to += 1;
+    // A short last piece would be blanked wherever it stands (a letter): it goes with the one before.
+    if (chars.length - to < size / 2) to = chars.length;
+    pieces.push(chars.slice(from, to).join(""));
+    // The next piece starts with this one's last character: the two overlap where they are found together, and the
+    // whole is blanked as one.
+    from = to < chars.length ? to - 1 : to;
+  }
+  return pieces;
+}
+
+/** The most digits of a base64 run or a hex form one pattern holds (see `MAX_PIECE_CHARS`). */
+const MAX_PIECE_DIGITS = 1024;
+
+/** `digits` in pieces of at most `MAX_PIECE_DIGITS`, of about the same length (none short enough to match by chance). */
+function digitPieces(digits: string): string[] {
+  if (digits.length <= MAX_PIECE_DIGITS) return [digits];
+  const step = pieceStep(digits.length, MAX_PIECE_DIGITS);
+  // Each overlapping the next by a digit, as the pieces of `secretPieces` do.
+  return Array.from({ length: Math.ceil((digits.length - 1) / step) }, (_, i) => digits.slice(i * step, i * step + step + 1));
+}
+
+/** How far apart pieces of at most `max` of `length` characters start, overlapping by one, all about as long. */
+function pieceStep(length: number, max: number): number {
+  if (length <= max) return length;
+  return Math.ceil((length - 1) / Math.ceil((length - 1) / (max - 1)));
+}
+
+/**
+ * Every way a secret's characters can appear in an echo, one after the other (see `charForms`), written so that a text
+ * matches in at most one way (a backtracking engine takes time exponential in the ways a text that fails in the end
+ * matches): a run of backslashes is one unit, the whole run of the text (JSON escaping at any depth), at least as long
+ * as the secret's, with what follows it; an escaped quote does not follow an unescaped one (`'\''`, sh's quoted
+ * quote, is not also three quotes).
+ */
+function charsPattern(secret: string): string {
+  const chars = [...secret];
+  const parts: string[] = [];
+  for (let i = 0; i < chars.length; ) {
+    if (chars[i] !== "\\") {
+      parts.push(charPattern(chars[i], i === 0, chars[i - 1]));
+      i += 1;
+      continue;
+    }
+    let count = 1;
+    while (chars[i + count] === "\\") count += 1;
+    const next = chars[i + count] as string | undefined;
+    parts.push(backslashRunPattern(count, next, i === 0));
+    i += count + (next === undefined ? 0 : 1);
+  }
+  return parts.join("");
+}
+
+/** The forms of a backslash other than itself repeated: each as an escape, percent-encoded or an HTML reference. */
+const ENCODED_BACKSLASH = ["u005[cC]", "%(?:25)?5[cC]", "&#0*92;", "&#[xX]0*5[cC];"];
+
+/**
+ * `count` backslashes of a secret and the character after them, if any: either each backslash encoded (`\u005c`,
+ * `%5C`, `&#92;`), then the character in any form; or the text's whole run of backslashes (at least `count` of them:
+ * JSON escaping doubles each, at any depth) followed by that character in a form that is not an escape, or, past
+ * `count` backslashes, by the rest of one of its escapes (`\\\"`). A run mixing the two (`\\\u005c` for two) is not
+ * matched: no encoder writes one.
+ */
+function backslashRunPattern(count: number, next: string | undefined, first: boolean): string {
+  const start = first ? RUN_START : "";
+  let whole = `${start}\\\\{${count},}(?!\\\\)`;
+  if (next !== undefined) {
+    const forms = charForms(next, false);
+    const plain = forms.filter((form) => !form.startsWith(ESCAPE_RUN));
+    // An escape's rest that is also a form on its own (`"`, `/`) adds no text: it would only add a second way to match.
+    const rests = forms.filter((form) => form.startsWith(ESCAPE_RUN)).map((form) => form.slice(ESCAPE_RUN.length)).filter((rest) => !plain.includes(rest));
+    whole += `(?:${[...plain, ...(rests.length === 0 ? [] : [`(?<=\\\\{${count + 1}})(?:${rests.join("|")})`])].join("|")})`;
+  }
+  const encoded = (at: number) => `(?:${ENCODED_BACKSLASH.map((form, i) => (i === 0 ? `${at === 0 ? start : ""}${ESCAPE_RUN}${form}` : form)).join("|")})`;
+  const each = encoded(0) + (count > 1 ? `${encoded(1)}{${count - 1}}` : "") + (next === undefined ? "" : charPattern(next));
+  // Each encoded first: a run that ends the secret takes a whole `\u005c`, not only its backslash.
+  return `(?:${each}|${whole})`;
+}
+
+/** How an escape's backslashes begin in a form's pattern: one or more (nested escaping). */
+const ESCAPE_RUN = "\\\\+";
+
 const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/": "/", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t" };
 
 /** Every way one character of a secret can appear in an echo. `first`: the secret's first, where a match may start. */
-function charPattern(ch: string, first = false): string {
-  return `(?:${charForms(ch, first).join("|")})`;
+function charPattern(ch: string, first = false, previous?: string): string {
+  return `(?:${charForms(ch, first, previous).join("|")})`;
 }
 
-/** The patterns of `charPattern`, one per form. */
-function charForms(ch: string, first: boolean): string[] {
+/**
+ * The patterns of `charPattern`, one per form. `previous`: the secret's character before, when it is matched as part of
+ * the secret's pattern (not on its own).
+ */
+function charForms(ch: string, first: boolean, previous?: string): string[] {
   const cp = ch.codePointAt(0)!;
   const forms = [escapeRegExp(ch)];
   const escape = first ? RUN_START : "";
@@ -552,7 +658,8 @@ function charForms(ch: string, first: boolean): string[] {
   const short = JSON_SHORT_ESCAPES[ch];
   if (short !== undefined) forms.push(escape + (ch === "\\" ? "\\\\+" : `\\\\+${escapeRegExp(short)}`));
   // A quote as util.inspect and Python's repr escape it inside '…' (a value holding both kinds of quote: `'a"b\'c'`).
-  if (ch === "'") forms.push(`${escape}\\\\+'`);
+  // Between an unescaped quote and a quote, not after a quote: `'\''` is that quote in sh's form, not also three quotes.
+  if (ch === "'") forms.push(`${escape}${previous === "'" ? "(?:(?<!(?<!\\\\)')\\\\+'|(?<=(?<!\\\\)')\\\\+'(?!'))" : "\\\\+'"}`);
   // A quote as shells quote it inside '…': '\'' (sh, bash's `set -x`) and '"'"' (Python's shlex.quote), JSON-escaped too;
   // tried first, so a secret that ends with the quote takes the whole form, not its first '.
   if (ch === "'") forms.unshift("'\\\\+''", `'\\\\*"'\\\\*"'`);
