@@ -695,6 +695,13 @@ export class SessionPool {
         void this.track(client.close().catch(() => undefined));
         throw unsupportedProtocol(serverName, err) ?? err;
       }
+      if (stdio && err === start.reason) {
+        // The start ran out (or was abandoned): the callers hear of it now, at the bound. The child is closed behind
+        // it, close() waiting: that closing lists what it started in /proc, which a file system that does not answer
+        // would hold past any bound.
+        void this.track(this.closeUnstarted(client, child, entry));
+        throw err;
+      }
       await client.close().catch(() => undefined);
       // The SDK began closing the child itself when initialize failed, without waiting for it: close() waits for it
       // and for what it started.
@@ -746,6 +753,12 @@ export class SessionPool {
       this.trim(serverName);
     }
     return session;
+  }
+
+  /** Closes the client of a stdio start that failed, then (once its child is gone) what the child started. */
+  private async closeUnstarted(client: Client, child: ChildProcess | undefined, entry: Entry): Promise<void> {
+    await client.close().catch(() => undefined);
+    if (child) await exited(child).then(() => this.endLeftovers(entry));
   }
 
   /**
