@@ -9,31 +9,19 @@ import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import type { ToolMessage } from "@langchain/core/messages";
-import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { stdioFixture } from "../fixtures/stdio";
 import { BusyPool } from "../fixtures/busy-pool";
 import { alive, waitUntil } from "../fixtures/processes";
+import { attemptWatch } from "../fixtures/attempts";
 
 let toolkit: McpToolkit;
 let graph: ToolNodeGraph;
 let fifos: string[];
-/** Told when an attempt has entered the innermost handler: by then it holds its lease (or registered its creation). */
-let onNext: (() => void) | null = null;
+const { interceptor: entered, nextAttempt } = attemptWatch();
 const run = { context: { user_id: "u" }, configurable: { thread_id: "late-invalidation" } };
-
-const entered: McpToolInterceptor = (request, next) => {
-  const sent = next(request);
-  const hook = onNext;
-  onNext = null;
-  hook?.();
-  return sent;
-};
-
-function nextAttempt(): Promise<void> {
-  return new Promise((resolve) => (onNext = resolve));
-}
 
 beforeAll(async () => {
   const dataDir = await makeTempDir("mcp-late-invalidation-data-");

@@ -13,7 +13,7 @@ import { afterEach, expect, test } from "@jest/globals";
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { ToolMessage } from "@langchain/core/messages";
-import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { McpServerSchema } from "../../lib/config/schema";
 import { discoverAll } from "../../lib/mcp/discovery";
 import { SessionPool } from "../../lib/sessions/pool";
@@ -25,6 +25,7 @@ import { makeTempDir, writeConfig } from "../fixtures/config";
 import { callThroughGraph, cleanErrorLine, toolCalls, toolMessagesOf, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { BusyPool } from "../fixtures/busy-pool";
 import { alive } from "../fixtures/processes";
+import { attemptWatch } from "../fixtures/attempts";
 
 const SH_SERVER = path.join(__dirname, "..", "fixtures", "sh-server.sh");
 const STALLED_LINE =
@@ -32,8 +33,7 @@ const STALLED_LINE =
   "its thread workspace was still being prepared (the file system did not answer)";
 
 let fifos: string[];
-/** Told when an attempt has entered the innermost handler: by then its session's creation is registered. */
-let onNext: (() => void) | null = null;
+const { interceptor: entered, nextAttempt } = attemptWatch();
 let busy: BusyPool | undefined;
 const toolkits: McpToolkit[] = [];
 
@@ -42,18 +42,6 @@ afterEach(async () => {
   busy = undefined;
   await Promise.all(toolkits.splice(0).map((toolkit) => toolkit.close()));
 });
-
-const entered: McpToolInterceptor = (request, next) => {
-  const sent = next(request);
-  const hook = onNext;
-  onNext = null;
-  hook?.();
-  return sent;
-};
-
-function nextAttempt(): Promise<void> {
-  return new Promise((resolve) => (onNext = resolve));
-}
 
 interface Harness {
   toolkit: McpToolkit;
