@@ -138,6 +138,19 @@ describe("LineSplitter", () => {
     expect(cutOff("whole line\n", true)).toEqual(["whole line"]);
   });
 
+  // Each scrub is a pass per secret (a redactor may hold hundreds): a line cut under its writer that ends with a secret
+  // was scrubbed whole twice.
+  test("a cut line kept whole is scrubbed once", () => {
+    const calls: string[] = [];
+    const counting = {
+      text: (text: string) => (calls.push("text"), redactor.text(text)),
+      cutOff: (text: string, from: number) => (calls.push("cutOff"), redactor.cutOff(text, from)),
+    };
+    const splitter = new LineSplitter(64, counting);
+    expect([...splitter.push(Buffer.from(`last words: ${SECRET}`)), ...splitter.flush(true)]).toEqual([`last words: ${REDACTED}`]);
+    expect(calls).toEqual(["text", "cutOff"]);
+  });
+
   const PASSPHRASE = "correct horse battery staple";
   /** The lines a splitter scrubbing `secrets` gives for `text`, its stream closed under the writer. */
   const cutUnder = (secrets: readonly string[], text: string): string[] => {

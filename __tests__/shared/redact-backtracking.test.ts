@@ -111,3 +111,34 @@ describe("Redactor: long secrets", () => {
     expect(await scrubEach([`${"x".repeat(171)}${"\\".repeat(300)}yz`], ["xyz%20"])).toEqual(["xyz%20"]);
   });
 });
+
+describe("Redactor.cutOff: many secrets", () => {
+  // Each secret had a budget of its own (200,000 tries): 300 passphrases on a cut line of `a a a …` made 60 million
+  // tries, and the stream's close held the event loop for seconds. The tries are counted, not timed.
+  // With 100 words, the first secret alone spends the budget: the answer taken is the stretch searched, not the cut.
+  test.each([20, 100])("one call's tries are bounded whatever the number of secrets, and the stretch that may begin one is cut (%d words)", async (words) => {
+    const secrets = Array.from({ length: 300 }, (_, i) => `${"a ".repeat(words)}z${i}`);
+    const text = `log: ${"a ".repeat(1024)}a`;
+    const [tries, at, lines] = (await inWorker(
+      `const { Redactor, firstCharsTriesMade } = require(workerData.module);
+       const { LineSplitter } = require(workerData.lines);
+       const redactor = Redactor.of(workerData.secrets);
+       let made = firstCharsTriesMade();
+       const at = redactor.cutOff(workerData.text, workerData.text.length - 1);
+       const tries = [firstCharsTriesMade() - made];
+       made = firstCharsTriesMade();
+       const splitter = new LineSplitter(64 * 1024, redactor);
+       const lines = [...splitter.push(Buffer.from(workerData.text)), ...splitter.flush(true)];
+       tries.push(firstCharsTriesMade() - made);
+       parentPort.postMessage([tries, at, lines]);`,
+      { module: libModule("shared/redact.ts"), lines: libModule("sessions/lines.ts"), secrets, text },
+    )) as [number[], number, string[]];
+    // The budget (200,000) and the one try that finds it spent.
+    expect(Math.max(...tries)).toBeLessThanOrEqual(200_001);
+    // The secrets' first words, `a a … a `, may run up to the last word: all of that is cut, at least.
+    expect(at).toBeLessThanOrEqual(text.length - 1 - 2 * words);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^(log: (a )*)?\[cut\]$/);
+    expect(lines[0].length).toBeLessThanOrEqual(at + "[cut]".length);
+  });
+});

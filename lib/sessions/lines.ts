@@ -141,11 +141,15 @@ export class LineSplitter {
     this.pending = "";
     if (rest === "") return [];
     let at = rest.length;
+    let scrubbed: string | undefined;
     if (cut && !rest.endsWith("\n")) {
-      at = this.redact.cutOff(rest, this.redact.text(rest).endsWith(REDACTED) ? rest.length : unfinishedStart(rest));
+      scrubbed = this.redact.text(rest);
+      at = this.redact.cutOff(rest, scrubbed.endsWith(REDACTED) ? rest.length : unfinishedStart(rest));
     }
-    // What was held back is whole lines, before the last unfinished one.
-    const lines = (this.redact.text(rest.slice(0, at)) + (at < rest.length ? CUT_WORD : "")).split(/\r?\n/);
+    // What was held back is whole lines, before the last unfinished one. Kept whole, it is scrubbed already: each scrub
+    // is a pass per secret, and the redactor may hold hundreds.
+    const kept = at === rest.length ? (scrubbed ?? this.redact.text(rest)) : this.redact.text(rest.slice(0, at));
+    const lines = (kept + (at < rest.length ? CUT_WORD : "")).split(/\r?\n/);
     if (lines[lines.length - 1] === "") lines.pop();
     return lines;
   }

@@ -108,7 +108,10 @@ export class Redactor {
   cutOff(text: string, from: number): number {
     if (this.matchers === null || from <= 0) return Math.max(from, 0);
     let cut = from;
-    for (const matcher of this.matchers) cut = Math.min(cut, firstCharsStart(matcher.secret, text, from));
+    // One budget for all the secrets: many secrets (hundreds of passphrases) each searched with a budget of its own
+    // held the event loop for seconds on one cut line.
+    const budget = { tries: FIRST_CHARS_TRIES };
+    for (const matcher of this.matchers) cut = Math.min(cut, firstCharsStart(matcher.secret, text, from, budget));
     for (const [start, end] of this.spans(text)) if (start < cut && cut < end) return start;
     return cut;
   }
@@ -375,8 +378,18 @@ function matcherOf(secret: string): SecretMatcher {
  * (JSON escaped more than three times over, an HTML reference padded with zeros) are not found there.
  */
 const MAX_CHAR_FORM_CHARS = 20;
-/** Sticky-pattern tries one `firstCharsStart` may make; past it, the whole stretch it searches is taken. */
+/**
+ * Sticky-pattern tries (and first-character matches) one `cutOff` may make for all its secrets together; past it, the
+ * whole stretch searched for the secret at hand is taken.
+ */
 const FIRST_CHARS_TRIES = 200_000;
+/** The tries made by `firstCharsStart` since the module loaded: read by tests through `firstCharsTriesMade` only. */
+let triesMade = 0;
+
+/** The count of tries `cutOff` has made (all redactors): a test bounds the work of one call with it. Not exported from the package. */
+export function firstCharsTriesMade(): number {
+  return triesMade;
+}
 
 /** A secret's characters, each as its forms (sticky patterns), built the first time a search reaches it. */
 class FirstChars {
@@ -415,30 +428,32 @@ function firstCharsOf(secret: string): FirstChars {
  * The earliest index from which `text` up to `end` is the first whole characters of `secret` (at least one, not all),
  * each in any form `charForms` allows; `end` when there is none. Every form of each next character is tried at every
  * place the characters before it may end, so forms of different lengths (a `'` raw or as `'\''`) are all followed.
- * Past `FIRST_CHARS_TRIES` (text built to match a secret's first characters in many overlapping ways) the whole stretch
- * searched is taken.
+ * Each try is taken from `budget` (shared by a `cutOff` call's secrets); when it runs out (text built to match first
+ * characters in many overlapping ways, or many secrets) the whole stretch searched is taken.
  */
-function firstCharsStart(secret: string, text: string, end: number): number {
+function firstCharsStart(secret: string, text: string, end: number, budget: { tries: number }): number {
   const chars = firstCharsOf(secret);
   if (chars.count === 0) return end;
   const { first } = chars;
   const lowest = Math.max(0, end - MAX_CHAR_FORM_CHARS * chars.count);
+  // Spent on the secrets before: each one left takes its whole stretch, without a try.
+  if (budget.tries < 0) return lowest;
   // Where the characters matched so far may end, each with the earliest index they began at; first, where it may begin.
   let reached = new Map<number, number>();
   const stretch = text.slice(0, end);
   first.lastIndex = lowest;
   for (let match = first.exec(stretch); match !== null; match = first.exec(stretch)) {
+    if (!spend(budget)) return lowest;
     reached.set(match.index, match.index);
     first.lastIndex = match.index + 1;
   }
   let best = end;
-  let tries = 0;
   for (let index = 0; index < chars.count; index += 1) {
     const next = new Map<number, number>();
     for (const [at, start] of reached) {
       if (start >= best) continue;
       for (const form of chars.forms(index)) {
-        if ((tries += 1) > FIRST_CHARS_TRIES) return lowest;
+        if (!spend(budget)) return lowest;
         form.lastIndex = at;
         if (!form.test(text) || form.lastIndex > end) continue;
         if (form.lastIndex === end) best = Math.min(best, start);
@@ -449,6 +464,12 @@ function firstCharsStart(secret: string, text: string, end: number): number {
     reached = next;
   }
   return best;
+}
+
+/** One try taken from `budget`: false when none was left. */
+function spend(budget: { tries: number }): boolean {
+  triesMade += 1;
+  return (budget.tries -= 1) >= 0;
 }
 
 export type Span = [number, number];
