@@ -64,6 +64,15 @@ describe("Redactor: texts built to match a secret in very many ways", () => {
     const quoted = `'${secret.replace(/'/g, "'\\''")}'`;
     expect(await scrubEach([secret], [text, `${text} ${quoted}`])).toEqual([text, `${text} '${REDACTED}'`]);
   });
+
+  // `&#39;` is a quote as a decimal reference and as the one HTML escapers write for it (Python's html.escape before
+  // 3.2, PHP's htmlspecialchars): two forms of one quote matching the same text were 2^n tries for n of them.
+  test("a secret of single quotes on a long run of HTML-escaped quotes is scrubbed in polynomial time, and still found", async () => {
+    const secret = `${"'".repeat(60)}x`;
+    const text = "&#39;".repeat(300);
+    const escaped = secret.replace(/'/g, "&#39;");
+    expect(await scrubEach([secret], [text, `${text}y ${escaped}`, `<${secret.replace(/'/g, "&apos;")}>`])).toEqual([text, `${text}y ${REDACTED}`, `<${REDACTED}>`]);
+  });
 });
 
 describe("Redactor: the forms of backslashes and quotes", () => {
