@@ -221,13 +221,13 @@ function missOf(testCase: Case, form: Encoding, scrubbed: string): string | unde
   return undefined;
 }
 
-/** Where a base64 value does not start a token: glued to letters, after a JSON escape's letter (`\\n`), after itself. */
-const INSIDE_A_TOKEN = new Set([3, 9, 11]);
+/** Where a base64 value does not start a token: glued to letters, after itself. */
+const INSIDE_A_TOKEN = new Set([3, 11]);
 
 /**
  * Cases the redactor does not blank, by design: the base64 of a secret of 1–3 UTF-8 bytes has no run of digits of its
- * own at every byte offset and is found by decoding a token from its start (or after `/`, `+`, `-`, `_`), never from
- * inside a word, where a few bits match ordinary text by chance.
+ * own at every byte offset and is found by decoding a token from its start (or after `/`, `+`, `-`, `_`, or an escape's
+ * letter after a backslash), never from inside a word, where a few bits match ordinary text by chance.
  */
 function excluded(secret: string, encoding: string, place: number): boolean {
   return /b64|base64/.test(encoding) && Buffer.byteLength(secret) <= 3 && INSIDE_A_TOKEN.has(place);

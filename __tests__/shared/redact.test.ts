@@ -159,6 +159,17 @@ describe("Redactor", () => {
     expect(r.text(image)).toBe(image);
   });
 
+  test("a short secret's base64 right after a JSON escape (`\\n`, `\\t`) in a string: read from after the escape's letter", () => {
+    const r = Redactor.of(["TS"]);
+    const value = Buffer.from("u:TS:x").toString("base64");
+    for (const letter of ["n", "t", "r", "b", "f"]) {
+      expect(r.text(`line\\${letter}${value}\\tend`)).toBe(`line\\${letter}${REDACTED}\\tend`);
+      expect(r.spans(`"\\${letter}${value}"`)).toEqual([[3, 3 + value.length]]);
+    }
+    // Without the backslash the letter is part of a word: not read from inside it.
+    expect(r.text(`line n${value}`)).toBe(`line n${value}`);
+  });
+
   test("a secret holding line breaks: each line alone, and with CRLF line ends (raw or JSON-escaped)", () => {
     const pem = "-----BEGIN KEY-----\nAbCdEf123XyZ\n-----END KEY-----";
     const r = Redactor.of([pem]);

@@ -73,8 +73,8 @@ export class Redactor {
     const spans = this.secretSpans(text);
     const scrubbed = spans.length === 0 ? text : replaceSpans(text, spans);
     if (this.shortBase64.length === 0) return scrubbed;
-    return scrubbed.replace(BASE64_TOKEN, (token) => {
-      const span = this.shortSecretSpan(token);
+    return scrubbed.replace(BASE64_TOKEN, (token: string, at: number) => {
+      const span = this.shortSecretSpan(token, scrubbed[at - 1] === "\\");
       return span === undefined ? token : `${token.slice(0, span[0])}${REDACTED}${token.slice(span[1])}`;
     });
   }
@@ -88,7 +88,7 @@ export class Redactor {
     const spans = this.secretSpans(text);
     if (this.shortBase64.length > 0) {
       for (const match of text.matchAll(BASE64_TOKEN)) {
-        const span = this.shortSecretSpan(match[0]);
+        const span = this.shortSecretSpan(match[0], text[match.index! - 1] === "\\");
         if (span !== undefined) spans.push([match.index! + span[0], match.index! + span[1]]);
       }
     }
@@ -143,10 +143,13 @@ export class Redactor {
    * `/auth/dXNl…`, `id-dXNl…`). A word decoded from its middle gives a byte or two of anything, and only text is
    * searched: the bytes of binary data (an image) hold any short value by chance.
    */
-  private shortSecretSpan(token: string): [number, number] | undefined {
+  private shortSecretSpan(token: string, afterBackslash: boolean): [number, number] | undefined {
     if (token.length < 4) return undefined;
     const digits = token.replace(/=+$/, "");
     const starts = [0];
+    // After a backslash, the token's first letter may be an escape's (`\n` in a JSON string: `line\ndTpU…`), and the
+    // value starts after it.
+    if (afterBackslash && ESCAPE_LETTERS.has(digits[0])) starts.push(1);
     if (token.length <= MAX_GLUED_TOKEN_CHARS) {
       for (let i = 0; i < digits.length - 1 && starts.length <= MAX_GLUED_STARTS; i += 1) {
         if (GLUE.has(digits[i])) starts.push(i + 1);
@@ -264,6 +267,8 @@ const BASE64_TOKEN = /(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{2,}={0,2}/g;
 const BASE64_ALPHABETS = [/[A-Za-z0-9+/]*/y, /[A-Za-z0-9_-]*/y];
 /** Where a value glued into a token may start: after one of these. */
 const GLUE = new Set(["/", "+", "-", "_"]);
+/** The letters of JSON's (and most languages') one-letter escapes: `\n`, `\t`, `\r`, `\b`, `\f`. */
+const ESCAPE_LETTERS = new Set(["n", "t", "r", "b", "f"]);
 /** Tokens longer than this are data (an image): read from their start only. */
 const MAX_GLUED_TOKEN_CHARS = 4096;
 /** How many glued starts a token is read from, at most. */
