@@ -1,8 +1,9 @@
-import { lstat, opendir, realpath, stat } from "node:fs/promises";
+import { lstat, realpath, stat } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { isPlainObject, setOwn } from "../shared/plain-object";
+import { firstNames } from "./folder-names";
 import { VIRTUAL_USER_DATA } from "./workspace";
 
 /** What a stdio result's file references are resolved against. */
@@ -319,21 +320,8 @@ export const MAX_RANKING_ENTRIES = 1024;
  * then the first `MAX_RANKING_ENTRIES` of `names` are each looked up.
  */
 async function entriesAmong(dir: string, names: ReadonlySet<string>): Promise<ReadonlySet<string>> {
-  const listed = new Set<string>();
-  try {
-    const handle = await opendir(dir, { bufferSize: 256 });
-    try {
-      for (let entry = await handle.read(); entry !== null; entry = await handle.read()) {
-        listed.add(entry.name);
-        if (listed.size > MAX_RANKING_ENTRIES) break;
-      }
-    } finally {
-      await handle.close().catch(() => undefined);
-    }
-  } catch {
-    return listed; // no cwd: no entries
-  }
-  if (listed.size <= MAX_RANKING_ENTRIES) return listed;
+  const listed = await firstNames(dir, MAX_RANKING_ENTRIES + 1).catch(() => []); // no cwd: no entries
+  if (listed.length <= MAX_RANKING_ENTRIES) return new Set(listed);
   const asked = [...names].slice(0, MAX_RANKING_ENTRIES);
   const present = await Promise.all(asked.map((name) => lstat(nodePath.join(dir, name)).then(() => true, () => false)));
   return new Set(asked.filter((_, i) => present[i]));

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { link, lstat, open, opendir, readdir, readFile, readlink, realpath, rename, rmdir, stat, unlink } from "node:fs/promises";
+import { link, lstat, open, readdir, readFile, readlink, realpath, rename, rmdir, stat, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
+import { firstNames } from "./folder-names";
 import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
 import { internalDirSeams } from "./internal-dir-seams";
 import { inBatches, procPids } from "./session-processes";
@@ -185,22 +186,6 @@ async function isOwnGitignore(file: string, uid: number | undefined): Promise<bo
   } catch {
     return false;
   }
-}
-
-/** Up to `count` names of the entries of `dir`, in directory order. */
-async function firstNames(dir: string, count: number): Promise<string[]> {
-  const handle = await opendir(dir, { bufferSize: Math.min(count, 256) });
-  const names: string[] = [];
-  try {
-    while (names.length < count) {
-      const entry = await handle.read();
-      if (entry === null) break;
-      names.push(entry.name);
-    }
-  } finally {
-    await handle.close().catch(() => undefined);
-  }
-  return names;
 }
 
 /** Whether a folder's contents or attributes changed at `since` (epoch ms) or later. */
