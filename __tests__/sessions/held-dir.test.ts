@@ -6,9 +6,10 @@
 import { describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readdir } from "node:fs/promises";
+import { lstat, mkdir, readdir, rename } from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
+import { holdChecked } from "../../lib/sessions/held-dir";
 import { ensureThreadPaths, threadPaths } from "../../lib/sessions/workspace";
 import { makeTempDir } from "../fixtures/config";
 import { TSX_CJS_REGISTER } from "../fixtures/stdio";
@@ -33,5 +34,26 @@ describe("a host under Node's permission model, allowed to write in the data dir
     expect({ code, err: err.split("\n").filter((line) => line.includes("skeleton-remover")) }).toEqual({ code: 0, err: [] });
     expect(JSON.parse(out)).toEqual({ removed: true });
     expect(await readdir(path.join(dataDir, "threads"))).toEqual([]);
+  });
+});
+
+describe("holdChecked", () => {
+  const openFds = async (): Promise<number> => (await readdir("/proc/self/fd")).length;
+
+  test("holds the folder a check saw, and not a plain folder put in its place after the check (closed again)", async () => {
+    const root = await makeTempDir("mcp-held-dir-checked-");
+    const dir = path.join(root, ".mcp");
+    await mkdir(dir);
+    const checked = await lstat(dir);
+    const held = await holdChecked(dir, checked);
+    expect(held?.path).toBe(dir);
+    await held?.handle.close();
+
+    // A tool of the thread renames its own folder into the checked name between the check and the open.
+    await rename(dir, path.join(root, "moved"));
+    await mkdir(dir);
+    const before = await openFds();
+    expect(await holdChecked(dir, checked)).toBeUndefined();
+    expect(await openFds()).toBe(before);
   });
 });

@@ -14,6 +14,12 @@ export interface HeldDir {
   readonly handle: FileHandle;
 }
 
+/** What tells one file from another: its device and inode. */
+export interface FileId {
+  readonly dev: number;
+  readonly ino: number;
+}
+
 let procFd: boolean | undefined;
 
 function throughProc(): boolean {
@@ -26,12 +32,27 @@ export async function holdDir(at: string, path = at): Promise<HeldDir> {
   return { path, handle: await open(at, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW) };
 }
 
+/**
+ * `holdDir`, kept only if the folder opened is the one a check saw (`checked`, its `lstat` say): else it is closed and
+ * the answer is undefined (an open that fails throws, as `holdDir`).
+ */
+export async function holdChecked(at: string, checked: FileId, path = at): Promise<HeldDir | undefined> {
+  const dir = await holdDir(at, path);
+  let same = false;
+  try {
+    same = sameFile(await dir.handle.stat(), checked);
+  } finally {
+    if (!same) await dir.handle.close().catch(() => undefined);
+  }
+  return same ? dir : undefined;
+}
+
 /** The entry `name` of the held folder, for calls that take a path. */
 export function entryOf(dir: HeldDir, name: string): string {
   return throughProc() ? `/proc/self/fd/${dir.handle.fd}/${name}` : nodePath.join(dir.path, name);
 }
 
 /** Whether two stats are of one file (device and inode). */
-export function sameFile(a: { dev: number; ino: number }, b: { dev: number; ino: number }): boolean {
+export function sameFile(a: FileId, b: FileId): boolean {
   return a.dev === b.dev && a.ino === b.ino;
 }

@@ -4,7 +4,7 @@ import { link, lstat, open, readdir, readFile, readlink, realpath, rename, rmdir
 import * as nodePath from "node:path";
 import { freshRuns } from "../shared/fresh-runs";
 import { firstNames } from "./folder-names";
-import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
+import { entryOf, holdChecked, type FileId, type HeldDir } from "./held-dir";
 import { internalDirSeams } from "./internal-dir-seams";
 import { inBatches, procPids } from "./session-processes";
 import { INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_TEXT, type ThreadPaths } from "./workspace";
@@ -120,10 +120,10 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   const held: HeldDir[] = [];
   try {
     for (const [index, dir] of present.entries()) {
-      const level = await holdDir(index === 0 ? dir : entryOf(held[index - 1], nodePath.basename(dir)), dir).catch(() => undefined);
+      const at = index === 0 ? dir : entryOf(held[index - 1], nodePath.basename(dir));
+      const level = await holdChecked(at, found[index], dir).catch(() => undefined);
       if (level === undefined) return false;
       held.push(level);
-      if (!sameFile(await level.handle.stat(), found[index])) return false;
     }
     if (tmpToClear !== undefined) {
       await internalDirSeams.clearing?.(internal);
@@ -251,11 +251,11 @@ interface TmpToClear {
 }
 
 /** `work` on the folder `at` held open, if it is the folder `checked` (else false). */
-async function withHeldDir(at: string, checked: { dev: number; ino: number }, work: (dir: HeldDir) => Promise<boolean>): Promise<boolean> {
-  const dir = await holdDir(at).catch(() => undefined);
+async function withHeldDir(at: string, checked: FileId, work: (dir: HeldDir) => Promise<boolean>): Promise<boolean> {
+  const dir = await holdChecked(at, checked).catch(() => undefined);
   if (dir === undefined) return false;
   try {
-    return sameFile(await dir.handle.stat(), checked) && (await work(dir));
+    return await work(dir);
   } finally {
     await dir.handle.close().catch(() => undefined);
   }
@@ -264,7 +264,7 @@ async function withHeldDir(at: string, checked: { dev: number; ino: number }, wo
 const PROC = "/proc";
 
 /** A folder's device and inode, the same whatever path (link, bind mount, another mount namespace) reaches it. */
-function identityOf(info: { dev: number; ino: number }): string {
+function identityOf(info: FileId): string {
   return `${info.dev}:${info.ino}`;
 }
 

@@ -3,7 +3,7 @@ import { constants, type Stats } from "node:fs";
 import { lstat, mkdir, open, type FileHandle } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
-import { entryOf, holdDir, sameFile, type HeldDir } from "./held-dir";
+import { entryOf, holdChecked, sameFile, type HeldDir } from "./held-dir";
 import { internalDirSeams } from "./internal-dir-seams";
 import { startsPythonFromCwd } from "./python-cwd-path";
 export { DATA_DIR_ENV_VAR, DEFAULT_DATA_DIR, resolveDataDir } from "../shared/data-dir";
@@ -97,9 +97,9 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
   // in the folders as opened and checked (see `HeldDir`), never by a path that a swap since would lead elsewhere.
   const held: HeldDir[] = [];
   try {
-    let parent = await holdDir(paths.workspace);
+    let parent = workspace === undefined ? undefined : await holdChecked(paths.workspace, workspace);
+    if (parent === undefined) return REPLACED;
     held.push(parent);
-    if (workspace === undefined || !sameFile(await parent.handle.stat(), workspace)) return REPLACED;
     for (const dir of [nodePath.dirname(paths.tmp), paths.tmp]) {
       const at = entryOf(parent, nodePath.basename(dir));
       await mkdir(at, { mode: 0o700 }).catch((err: NodeJS.ErrnoException) => {
@@ -108,9 +108,9 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
       const info = await lstat(at);
       if (info.isSymbolicLink()) return "a symlink";
       if (!info.isDirectory()) return "ENOTDIR";
-      parent = await holdDir(at, dir);
+      parent = await holdChecked(at, info, dir);
+      if (parent === undefined) return REPLACED;
       held.push(parent);
-      if (!sameFile(await parent.handle.stat(), info)) return REPLACED;
       if (dir !== paths.tmp) await internalDirSeams.prepared?.(dir);
     }
     const [, internal, tmp] = held;
