@@ -4,14 +4,14 @@
  * something, `--json` for machines, deliveries through the test file notifier.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "@jest/globals";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import type { TaskRuntime } from "../../lib/tasks";
 import type { FileNotifierLine, TaskWorkerTickReport } from "../../lib/worker";
 import { startHttpFixture, stdioFixture, TaskBoard } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
-import { writeConfig } from "../fixtures/config";
+import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startWorkerChild, type WorkerChild } from "../worker/cli-child";
 import { setupRuntime, submitJob } from "../worker/helpers";
 
@@ -108,6 +108,17 @@ describe("in process", () => {
     const off = await writeConfig(s.dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
     expect(await runCli(["worker", off], disabled)).toBe(1);
     expect(disabled.errors).toEqual(["mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run"]);
+  });
+
+  test("tasks disabled: refused before the task store is opened, so no database is created or migrated", async () => {
+    const dir = await makeTempDir("cli-worker-off-");
+    const off = await writeConfig(dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
+    const dataDir = path.join(dir, "data");
+    const errors: string[] = [];
+    const io: CliIo = { out: () => undefined, err: (t) => errors.push(t), env: { MCP_HARNESS_DATA_DIR: dataDir }, cwd: dir };
+    expect(await runCli(["worker", off], io)).toBe(1);
+    expect(errors).toEqual(["mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run"]);
+    expect(await readdir(dir)).toEqual(["off.json"]);
   });
 });
 

@@ -7,6 +7,16 @@ import { afterAll, afterEach, describe, expect, it } from "@jest/globals";
 import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { createMcpToolkit, loadExtensionsConfig, RecordingLogger, type McpToolkit } from "../../lib";
+import {
+  ExtensionsConfigSchema,
+  McpHeadersFromContextSchema,
+  McpOAuthSchema,
+  McpRoutingSchema,
+  McpServerSchema,
+  McpTaskToolsetSchema,
+  McpTasksSettingsSchema,
+  McpUserAuthSchema,
+} from "../../lib/config/schema";
 import { startTestMcpServer, writeTestConfig, type TestMcpHttpServer } from "../../lib/testing";
 import { callThroughGraph, toolNodeGraph } from "../fixtures/graph";
 
@@ -42,6 +52,28 @@ describe("extensions_config.example.json", () => {
     const loaded = await loadExtensionsConfig({ configPath: EXAMPLE, env: {}, logger });
     expect(loaded.warnings).toEqual([]);
     expect(logger.messages("warn")).toEqual([]);
+  });
+
+  it("shows every field the schema reads, as its first comment says", async () => {
+    const config = await example();
+    expect(config["//"]).toMatch(/^Every field this package reads is shown\./);
+    const shown = (objects: Json[]): Set<string> => new Set(objects.flatMap((o) => Object.keys(o)));
+    const servers = Object.values(config.mcpServers as Record<string, Json>);
+    const present = (key: string) => servers.filter((s) => s[key] !== undefined && s[key] !== null).map((s) => s[key] as Json);
+    // An object schema's keys; a refined or transformed one is a pipe whose input is the object.
+    type Shaped = { shape?: object; in?: Shaped };
+    const keysOf = (schema: Shaped): string[] => (schema.shape ? Object.keys(schema.shape) : keysOf(schema.in!));
+    const missing = (schema: unknown, objects: Json[]) => keysOf(schema as Shaped).filter((key) => !shown(objects).has(key));
+    expect({
+      top: missing(ExtensionsConfigSchema, [config]),
+      server: missing(McpServerSchema, servers),
+      oauth: missing(McpOAuthSchema, present("oauth")),
+      user_auth: missing(McpUserAuthSchema, present("user_auth")),
+      headers_from_context: missing(McpHeadersFromContextSchema, present("headers_from_context")),
+      routing: missing(McpRoutingSchema, present("routing")),
+      task_toolsets: missing(McpTaskToolsetSchema, present("task_toolsets").flat() as Json[]),
+      mcpTasks: missing(McpTasksSettingsSchema, [config.mcpTasks as Json]),
+    }).toEqual({ top: [], server: [], oauth: [], user_auth: [], headers_from_context: [], routing: [], task_toolsets: [], mcpTasks: [] });
   });
 
   it("names an mcpInterceptors module that ships with it and loads", async () => {

@@ -29,6 +29,16 @@ describe("toolkit options are checked at construction", () => {
     expect(build({ interceptorLoadSeconds: value })).toThrow(/^McpToolkitOptions\.interceptorLoadSeconds must be a number of seconds above 0/);
   });
 
+  test("a dataDir or clock of the wrong kind (a JavaScript caller's) is a TypeError naming the option", () => {
+    for (const dataDir of [5, {}, null]) {
+      expect(build({ dataDir } as unknown as McpToolkitOptions)).toThrow(new TypeError("McpToolkitOptions.dataDir must be a string"));
+    }
+    for (const clock of [5, "now", null]) {
+      expect(build({ clock } as unknown as McpToolkitOptions)).toThrow(new TypeError("McpToolkitOptions.clock must be a function returning a Date"));
+    }
+    expect(build({ dataDir: "./data", clock: () => new Date() })).not.toThrow();
+  });
+
   test("values at the limits are accepted", () => {
     expect(build({ interceptorLoadSeconds: MAX_TIMER_SECONDS })).not.toThrow();
     expect(build({ httpSessionIdleSeconds: MAX_TIMER_SECONDS })).not.toThrow();

@@ -1,5 +1,6 @@
-import { ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError } from "../config";
-import type { Logger } from "../shared/logger";
+import { ConfigFileNotFoundError, ConfigValidationError, loadExtensionsConfig, McpTaskConfigurationError } from "../config";
+import { checkedTaskServers } from "../mcp/task-hooks";
+import { silentLogger, type Logger } from "../shared/logger";
 import { createTaskRuntime, TaskStoreConfigError, type TaskRuntime } from "../tasks";
 import { startTaskWorker, TICK_COUNTERS, tickChangedSomething, type TaskWorkerTickReport } from "../worker";
 import { parseArgs, UsageError } from "./args";
@@ -7,6 +8,7 @@ import type { CliIo } from "./io";
 import { resolveWorkerNotifier, WORKER_NOTIFIER_OPTIONS } from "./worker-notifier";
 
 const MAX_INTERVAL_SECONDS = 3600;
+const TASKS_DISABLED = "mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run";
 
 /** Log lines go to stderr: stdout carries only the tick lines. */
 function stderrLogger(io: CliIo): Logger {
@@ -69,6 +71,13 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
   try {
     const { notifier, description } = await resolveWorkerNotifier({ values, io });
     try {
+      // Refused before the runtime opens (and migrates, or creates) the task store: a refused command leaves nothing.
+      const { config } = await loadExtensionsConfig({ configPath: positional[0], env: io.env, cwd: io.cwd, logger: silentLogger });
+      checkedTaskServers(config);
+      if (!config.mcpTasks.enabled) {
+        io.err(TASKS_DISABLED);
+        return 1;
+      }
       runtime = await createTaskRuntime({ configPath: positional[0], env: io.env, cwd: io.cwd, logger, notifier });
     } catch (err) {
       const known = [ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError, TaskStoreConfigError];
@@ -80,7 +89,7 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
     }
     if (!runtime.settings.enabled) {
       await runtime.stop();
-      io.err("mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run");
+      io.err(TASKS_DISABLED);
       return 1;
     }
     const seconds = interval ?? runtime.settings.poll_interval_seconds;

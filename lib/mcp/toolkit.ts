@@ -115,8 +115,17 @@ export interface McpToolkitOptions {
   clock?: () => Date;
 }
 
-/** Throws a RangeError naming the option whose value is out of range (the value itself is not echoed). */
+/**
+ * Throws a RangeError naming the option whose value is out of range, or a TypeError naming one of the wrong kind (a
+ * JavaScript caller's), the value itself not echoed.
+ */
 function checkToolkitOptions(options: McpToolkitOptions): void {
+  if (options.dataDir !== undefined && typeof options.dataDir !== "string") {
+    throw new TypeError("McpToolkitOptions.dataDir must be a string");
+  }
+  if (options.clock !== undefined && typeof options.clock !== "function") {
+    throw new TypeError("McpToolkitOptions.clock must be a function returning a Date");
+  }
   for (const name of ["httpSessionIdleSeconds", "temporaryStdioIdleSeconds"] as const) {
     const idle = options[name];
     if (idle != null && !(typeof idle === "number" && idle > 0 && idle <= MAX_TIMER_SECONDS)) {
