@@ -458,6 +458,16 @@ export class SessionPool {
     this.drain(entry);
   }
 
+  /**
+   * The server answered 404 on the event stream of `entry`'s session (see `watchForgottenSession`): the session leaves the
+   * pool before a call is sent on it, so the next call of its header set starts a new one instead of failing.
+   */
+  private forgotten(entry: Entry): void {
+    if (!entry.session || this.entries.get(entry.key) !== entry) return;
+    this.logger.debug(`MCP server '${entry.serverName}' no longer knows a session (HTTP 404 on its event stream); the next call starts a new one`);
+    this.drain(entry);
+  }
+
   /** Takes `entry` out of the pool and closes it: now when idle, after its last call otherwise. */
   private drain(entry: Entry): void {
     this.forget(entry);
@@ -614,6 +624,7 @@ export class SessionPool {
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
       sessionTag: entry.tag,
+      onForgotten: () => this.forgotten(entry),
     });
     client.onclose = () => {
       this.forget(entry);

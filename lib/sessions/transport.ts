@@ -11,6 +11,7 @@ import { onChildStart } from "./child";
 import { LineSplitter, type LineScrub } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
 import { endsSessionWithStream, postsOfGivenUpCalls } from "./sse-session";
+import { watchForgottenSession } from "./forgotten-stream";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -26,6 +27,8 @@ export interface TransportOptions {
   launch?: StdioLaunch;
   /** stdio: the tag of this session's processes (`SESSION_TAG_ENV`), inherited by whatever the child starts. */
   sessionTag?: string;
+  /** Streamable HTTP: the server answered 404 on the session's event stream (see `watchForgottenSession`). */
+  onForgotten?: () => void;
 }
 
 const STDERR_LINE_LIMIT = 500;
@@ -94,7 +97,8 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const requestInit: RequestInit = { headers: { ...opts.headers } };
       if (server.type === "http") {
         const watch = new LostCallWatch();
-        const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch(), reconnectionOptions: RECONNECTION });
+        const base = opts.onForgotten ? watchForgottenSession(opts.onForgotten) : fetch;
+        const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch(base), reconnectionOptions: RECONNECTION });
         watch.attach(transport);
         hideForeignOrigins(transport, url);
         return transport;
