@@ -9,6 +9,10 @@ export interface InternalDirSeams {
   clearing?: (internal: string) => Promise<void>;
   /** A skeleton's removal checked `.mcp` and its `.gitignore` and is about to remove them. */
   removing?: (internal: string) => Promise<void>;
+  /** `ensureThreadPaths` created the file it writes `.mcp/.gitignore`'s text in, and is about to write it. */
+  gitignoreCreated?: (internal: string) => Promise<void>;
+  /** A skeleton's removal set `.mcp/.gitignore` aside under a name of its own and is about to check and unlink it. */
+  gitignoreAside?: (internal: string) => Promise<void>;
 }
 
 export const internalDirSeams: InternalDirSeams = {};

@@ -7,7 +7,7 @@ import { firstNames } from "./folder-names";
 import { entryOf, holdChecked, type FileId, type HeldDir } from "./held-dir";
 import { internalDirSeams } from "./internal-dir-seams";
 import { inBatches, procPids } from "./session-processes";
-import { INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_TEXT, type ThreadPaths } from "./workspace";
+import { INTERNAL_GITIGNORE, INTERNAL_GITIGNORE_STAGED, INTERNAL_GITIGNORE_TEXT, type ThreadPaths } from "./workspace";
 
 /**
  * Removal of the thread folders the harness created and nothing else used: `<data dir>/threads/<thread>` holding only
@@ -69,6 +69,8 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
   const found: Stats[] = [];
   /** The `.mcp/.gitignore` `ensureThreadPaths` wrote, part of the skeleton: removed with it. */
   let ownGitignore = false;
+  /** Its `.gitignore` under a staging name, left by a host killed while writing or removing it: removed with it too. */
+  let staged: string[] = [];
   /** The identities of the levels present (see `someProcessIn`). */
   const identities = new Set<string>();
   const uid = process.geteuid?.();
@@ -84,13 +86,18 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     present.push(dir);
     found.push(info);
     identities.add(identityOf(info));
-    // Two names tell whether it is the next level alone (three in `.mcp`, beside its `.gitignore`): a workspace of
-    // 100,000 files is not listed whole.
-    let names = await firstNames(dir, dir === internal ? 3 : 2);
+    // Two names tell whether it is the next level alone (in `.mcp`, three beside its `.gitignore` and what killed hosts
+    // left of it): a workspace of 100,000 files is not listed whole.
+    let names = await firstNames(dir, dir === internal ? 3 + MAX_STAGED : 2);
     if (dir === internal && names.includes(INTERNAL_GITIGNORE)) {
       if (!(await isOwnGitignore(nodePath.join(dir, INTERNAL_GITIGNORE), uid))) return false;
       ownGitignore = true;
       names = names.filter((name) => name !== INTERNAL_GITIGNORE);
+    }
+    if (dir === internal) {
+      staged = names.filter((name) => INTERNAL_GITIGNORE_STAGED.test(name));
+      for (const name of staged) if (!(await isOwnGitignore(nodePath.join(dir, name), uid, stagedKind(name)))) return false;
+      names = names.filter((name) => !staged.includes(name));
     }
     if (names.length === 0) break;
     const next = chain[index + 1];
@@ -130,6 +137,7 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
       if (!(await clearTemporaryTmp(held[held.length - 1], found[found.length - 1].dev, tmpToClear))) return false;
     }
     for (let index = present.length - 1; index >= 0; index -= 1) {
+      if (present[index] === internal && !(await removeStaged(held[index], staged, uid))) return false;
       if (present[index] === internal && ownGitignore && !(await removeOwnGitignore(held[index], uid))) return false;
       // The thread's own folder is an entry of `<data dir>/threads`, which is the operator's, not the thread's.
       const entry = index === 0 ? present[0] : entryOf(held[index - 1], nodePath.basename(present[index]));
@@ -152,6 +160,7 @@ async function removeOwnGitignore(internal: HeldDir, uid: number | undefined): P
   await internalDirSeams.removing?.(internal.path);
   const aside = entryOf(internal, `${INTERNAL_GITIGNORE}.${randomUUID()}.removed`);
   if (!(await rename(entryOf(internal, INTERNAL_GITIGNORE), aside).then(() => true, () => false))) return false;
+  await internalDirSeams.gitignoreAside?.(internal.path);
   if (await isOwnGitignore(aside, uid)) return unlink(aside).then(() => true, () => false);
   // Under its name again, unless another file took that name meanwhile (then both stay); renamed back where the file
   // system has no hard links.
@@ -163,23 +172,44 @@ async function removeOwnGitignore(internal: HeldDir, uid: number | undefined): P
   return false;
 }
 
+/** Staged copies of the `.gitignore` (see `INTERNAL_GITIGNORE_STAGED`) one removal takes: one per host killed there. */
+const MAX_STAGED = 4;
+
+/** A staged copy set aside holds the whole text; one being written, a part of it (none, if killed at once). */
+function stagedKind(name: string): "whole" | "part" {
+  return name.endsWith(".removed") ? "whole" : "part";
+}
+
+/** Unlinks the staged copies of the `.gitignore` that `.mcp` (held open) holds, each checked again first. */
+async function removeStaged(internal: HeldDir, names: readonly string[], uid: number | undefined): Promise<boolean> {
+  for (const name of names) {
+    const entry = entryOf(internal, name);
+    if (!(await isOwnGitignore(entry, uid, stagedKind(name)))) return false;
+    if (!(await unlink(entry).then(() => true, () => false))) return false;
+  }
+  return true;
+}
+
 const OWN_GITIGNORE = Buffer.from(INTERNAL_GITIGNORE_TEXT);
 
 /**
- * Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone.
+ * Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone
+ * (`part`: the start of its text, as a host killed while writing it leaves it).
  * A process of the thread may put something else in its place after the check: it is read without following a link
  * (to a /proc file that reads on for gigabytes), without waiting for a FIFO's writer (which would hold a thread of
  * libuv's pool for good), and no further than the text.
  */
-async function isOwnGitignore(file: string, uid: number | undefined): Promise<boolean> {
+async function isOwnGitignore(file: string, uid: number | undefined, text: "whole" | "part" = "whole"): Promise<boolean> {
   const info = await lstat(file).catch(() => undefined);
-  if (info === undefined || !info.isFile() || (uid !== undefined && info.uid !== uid) || info.size !== OWN_GITIGNORE.length) return false;
+  if (info === undefined || !info.isFile() || (uid !== undefined && info.uid !== uid)) return false;
+  if (text === "whole" ? info.size !== OWN_GITIGNORE.length : info.size > OWN_GITIGNORE.length) return false;
   try {
     const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
       const content = Buffer.alloc(OWN_GITIGNORE.length + 1);
       const { bytesRead } = await handle.read(content, 0, content.length, 0);
-      return content.subarray(0, bytesRead).equals(OWN_GITIGNORE);
+      const read = content.subarray(0, bytesRead);
+      return text === "whole" ? read.equals(OWN_GITIGNORE) : read.length <= OWN_GITIGNORE.length && read.equals(OWN_GITIGNORE.subarray(0, read.length));
     } finally {
       await handle.close();
     }

@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { lstat, mkdir, open, type FileHandle } from "node:fs/promises";
+import { link, lstat, mkdir, open, unlink, type FileHandle } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
 import { entryOf, holdChecked, sameFile, type HeldDir } from "./held-dir";
@@ -141,22 +141,53 @@ export const INTERNAL_GITIGNORE = ".gitignore";
 export const INTERNAL_GITIGNORE_TEXT = "# langgraph-mcp-harness: this thread's internal folder (its servers' temp files); never versioned\n*\n";
 
 /**
+ * The names the harness gives its `.gitignore` on its way in (`new`: written there, then linked as `.gitignore`) and
+ * out (`removed`: set aside to be checked and unlinked): a host killed in between leaves the file under that name, which
+ * the removal of the skeleton takes for the harness's own when it holds the harness's text (a part of it for `new`).
+ */
+export const INTERNAL_GITIGNORE_STAGED = /^\.gitignore\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.(new|removed)$/;
+
+/**
  * Writes `.mcp/.gitignore` (`*`) unless there is an entry of that name: a repository at the workspace's root (the
  * model's `git init` there) would otherwise show `.mcp/` as untracked, and `git add .` would commit what the thread's
- * servers left in their temp folder. Created new in the folder held open, never through a link; a failure only leaves
- * the folder unignored.
+ * servers left in their temp folder. Written whole under a name of its own, then linked as `.gitignore` (which fails
+ * when one is there), so a host killed while writing never leaves a `.gitignore` without its text, which would stay
+ * for good and keep the folder. Created new in the folder held open, never through a link; a failure only leaves the
+ * folder unignored. Where the file system has no hard links it is written in place.
  */
 async function ignoreInternalDir(internal: HeldDir): Promise<void> {
+  const target = entryOf(internal, INTERNAL_GITIGNORE);
+  if (await exists(target)) return;
+  const staged = entryOf(internal, `${INTERNAL_GITIGNORE}.${randomUUID()}.new`);
+  let inPlace = false;
   try {
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-    const handle = await open(entryOf(internal, INTERNAL_GITIGNORE), flags, 0o600);
-    try {
-      await handle.writeFile(INTERNAL_GITIGNORE_TEXT);
-    } finally {
-      await handle.close();
-    }
+    await writeNew(staged, internal.path);
+    // EEXIST: a `.gitignore` came meanwhile (the thread's tool's), which is kept.
+    await link(staged, target).catch((err: NodeJS.ErrnoException) => void (inPlace = err.code !== "EEXIST"));
   } catch {
-    // there already (EEXIST), or not writable
+    // not writable: the folder stays unignored
+  } finally {
+    await unlink(staged).catch(() => undefined);
+  }
+  if (inPlace) await writeNew(target, internal.path).catch(() => undefined);
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Creates `path` in `.mcp` (never through a link, never over an entry) with the harness's `.gitignore` text. */
+async function writeNew(path: string, internal: string): Promise<void> {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  const handle = await open(path, flags, 0o600);
+  try {
+    await internalDirSeams.gitignoreCreated?.(internal);
+    await handle.writeFile(INTERNAL_GITIGNORE_TEXT);
+  } finally {
+    await handle.close();
   }
 }
 
