@@ -41,12 +41,13 @@ interface Setup {
   logger: RecordingLogger;
 }
 
-function config(extra: Record<string, unknown> = {}) {
+function config(extra: Record<string, unknown> = {}, description = "jobs") {
   return {
     mcpTasks: { enabled: true, poll_interval_seconds: 5 },
     mcpServers: {
       local: {
         type: "stdio",
+        description,
         ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }),
         task_toolsets: [{ name: "compile", ...TOOLSET }],
       },
@@ -166,5 +167,72 @@ describe("a stdio task polled on its child", () => {
     } finally {
       await http.close();
     }
+  });
+});
+
+describe("two users on one thread id", () => {
+  test("each task is polled in its submitter's child, also when both servers issued the same remote id; each outcome goes to its owner", async () => {
+    const s = await setup();
+    const ann = await submitWithPid(s, "ann", "th-shared", { label: "ann-job", steps: 1, remote_id: "same-id" });
+    const bob = await submitWithPid(s, "bob", "th-shared", { label: "bob-job", steps: 1, remote_id: "same-id" });
+    expect(ann.pid).not.toBe(bob.pid);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(ann.taskId, "ann"))?.result).toMatchObject({ label: "ann-job", pid: ann.pid });
+    expect((await s.runtime.service.getTask(bob.taskId, "bob"))?.result).toMatchObject({ label: "bob-job", pid: bob.pid });
+    expect(await s.runtime.service.getTask(ann.taskId, "bob")).toBeNull();
+    const [toAnn] = s.notifier.deliveriesOf(ann.taskId);
+    const [toBob] = s.notifier.deliveriesOf(bob.taskId);
+    expect([toAnn!.delivery.userId, toAnn!.delivery.threadId, toAnn!.delivery.event.result]).toEqual(["ann", "th-shared", expect.objectContaining({ label: "ann-job" })]);
+    expect([toBob!.delivery.userId, toBob!.delivery.threadId, toBob!.delivery.event.result]).toEqual(["bob", "th-shared", expect.objectContaining({ label: "bob-job" })]);
+  });
+});
+
+describe("a reload and a child holding a pending task", () => {
+  test("a hot reload (the task server's description edited) keeps the holder for the new generation; other children close", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 2 });
+    const [plain] = await agentTurn(s, "cy", "th-b", [pidCall("pid-b")]);
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    const tools = await s.toolkit.getTools();
+    expect(await waitUntil(() => !alive(Number(plain!.content)))).toBe(true);
+    expect(alive(holder)).toBe(true);
+
+    await s.runtime.runOnce(s.clock.advance(5));
+    await s.runtime.runOnce(s.clock.advance(5));
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ label: "a", pid: holder, step: 2 });
+    // The new generation's pool owns it: the scope's next call runs there, and close() ends it.
+    const [again] = await agentTurn({ ...s, tools }, "bob", "th-a", [pidCall("pid-again")]);
+    expect(Number(again!.content)).toBe(holder);
+    await s.toolkit.close();
+    expect(alive(holder)).toBe(false);
+    expect(s.logger.messages("warn")).toEqual([]);
+  });
+
+  test("an edit of the task server's launch (frozen: restart needed) is not adopted: its holder closes, its polls name the restart", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "e", steps: 2 });
+    const edited = config();
+    (edited.mcpServers.local as { env: Record<string, string> }).env.EXTRA = "1";
+    await writeConfig(s.dir, edited);
+    await expect(s.toolkit.getTools()).rejects.toThrow(/restart the process/);
+    expect(await waitUntil(() => !alive(holder))).toBe(true);
+    await s.runtime.runOnce(s.clock.advance(5));
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect(row?.status).toBe("submitted");
+    expect(row?.last_poll_error).toMatch(/restart the process/);
+  });
+
+  test("a child SIGKILLed while holding a task: the next poll runs in a new child and the task fails for good, no endless polling", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "k", steps: 3 });
+    process.kill(holder, "SIGKILL");
+    expect(await waitUntil(() => !alive(holder))).toBe(true);
+    const report = await s.runtime.runOnce(s.clock.advance(5));
+    expect(report).toMatchObject({ claimed: 1 });
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["failed", "no such job"]);
+    expect(s.notifier.deliveriesOf(taskId)[0]!.delivery.event).toMatchObject({ status: "failed" });
   });
 });

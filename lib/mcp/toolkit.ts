@@ -528,6 +528,14 @@ export class McpToolkit {
     }
     // Closed while the configuration loaded: close() did not see this pool.
     if (this.closed) throw new ToolkitClosedError();
+    if (!same) {
+      // A task server is frozen, so its children holding pending tasks serve on in this generation (see `retire`).
+      const sameServer = (name: string, launched: McpServerConfig) => {
+        const entry = servers.get(name);
+        return entry !== undefined && sameConnection(entry.config, launched);
+      };
+      for (const retired of this.retiredPools) pool.adoptTaskHolders(retired, sameServer);
+    }
     this.loadingPools.add(pool);
     let discoveries: Awaited<ReturnType<typeof discoverAll>>;
     try {

@@ -75,6 +75,13 @@ export interface AcquireOptions {
 interface Entry {
   readonly key: string;
   readonly serverName: string;
+  /**
+   * The pool the entry belongs to now: a stdio child holding pending durable tasks moves to the next generation's pool
+   * on a reload (see `adoptTaskHolders`), and what outlives a call (its lease, the child's end) goes through this.
+   */
+  owner: SessionPool;
+  /** stdio: the config the child was started with (a successor adopts it only for the same connection). */
+  readonly server?: McpServerConfig;
   /** HTTP/SSE sessions close after being idle; stdio sessions are long-lived, but for a temporary thread's (see `idleTemporary`). */
   readonly closesWhenIdle: boolean;
   /** Secrets calls on this session carried; see `McpSession.rememberSecrets`. */
@@ -350,7 +357,7 @@ export class SessionPool {
         if (released) return;
         released = true;
         if (epoch !== undefined) workspace?.letGo(epoch);
-        this.release(entry);
+        entry.owner.release(entry);
       },
     };
   }
@@ -517,6 +524,8 @@ export class SessionPool {
     const entry = {
       key,
       serverName,
+      owner: this as SessionPool,
+      ...(stdio ? { server } : {}),
       closesWhenIdle: !stdio,
       ...(stdio ? { tag: newSessionTag() } : {}),
       ...(paths ? { paths, workspace: WorkspaceSecrets.join(paths.workspace) } : {}),
@@ -620,16 +629,16 @@ export class SessionPool {
     const transport = createTransport(serverName, server, {
       headers: opts.headers,
       logger: this.logger,
-      redact: { text: (text) => this.redactor(entry).text(text), cutOff: (text, from) => this.redactor(entry).cutOff(text, from) },
+      redact: { text: (text) => entry.owner.redactor(entry).text(text), cutOff: (text, from) => entry.owner.redactor(entry).cutOff(text, from) },
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
       sessionTag: entry.tag,
       onForgotten: () => this.forgotten(entry),
     });
     client.onclose = () => {
-      this.forget(entry);
+      entry.owner.forget(entry);
       // The child is gone, however it ended: what it started goes too (a browser it drove outlives its crash).
-      void this.endLeftovers(entry);
+      void entry.owner.endLeftovers(entry);
     };
     let child: ChildProcess | undefined;
     if (stdio) {
@@ -733,22 +742,23 @@ export class SessionPool {
       ...(scope ? { scope } : {}),
       ...(paths ? { paths, scanner: new WorkspaceScanner(paths.workspace) } : {}),
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
-      ...(entry.tag !== undefined ? { holdTask: (remoteId: string, pending: boolean) => this.holdTask(entry, remoteId, pending) } : {}),
+      ...(entry.tag !== undefined ? { holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending) } : {}),
       rememberSecrets: (values) => {
+        const owner = entry.owner;
         for (const value of values) {
           if (entry.secrets.delete(value)) entry.secrets.add(value);
-          else this.noteSent(entry, value);
+          else owner.noteSent(entry, value);
         }
-        if (entry.secrets.size > SESSION_SECRETS_LIMIT && this.entries.get(entry.key) === entry) {
+        if (entry.secrets.size > SESSION_SECRETS_LIMIT && owner.entries.get(entry.key) === entry) {
           // Forgetting a secret would let the child echo it unscrubbed later: the child is replaced instead.
           const where = scope ? ` of thread workspace '${threadFolderName(scope.threadId)}'` : "";
           this.logger.info(
             `the stdio session${where} of MCP server '${serverName}' was sent more than ${SESSION_SECRETS_LIMIT} distinct ` +
               "secrets; a new one serves its next calls once its running calls are done",
           );
-          this.drain(entry);
+          owner.drain(entry);
         }
-        return this.remembered(entry);
+        return owner.remembered(entry);
       },
     };
     entry.exited = childExited(transport, session.pid);
@@ -800,7 +810,10 @@ export class SessionPool {
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
     if (!pending) {
-      if (entry.tasks?.delete(remoteId) && entry.tasks.size === 0 && entry.temporary && entry.inFlight === 0) this.idleTemporary(entry);
+      if (!entry.tasks?.delete(remoteId) || entry.tasks.size > 0) return;
+      // Kept past its pool's retirement only for its tasks (see `retire`): it goes now that none is left.
+      if (this.retired && !entry.closing) this.drain(entry);
+      else if (entry.temporary && entry.inFlight === 0) this.idleTemporary(entry);
       return;
     }
     const tasks = (entry.tasks ??= new Set());
@@ -815,15 +828,41 @@ export class SessionPool {
     }
   }
 
-  /** No new acquisitions; idle sessions close now, busy ones when their last call finishes. */
+  /**
+   * No new acquisitions; idle sessions close now, busy ones when their last call finishes. A stdio child holding pending
+   * durable tasks is kept for the next generation's pool to adopt (`adoptTaskHolders`): a server keeping its jobs in
+   * the process would not know them in a new child. Until adopted it serves no call; `close()` closes it.
+   */
   retire(): void {
     this.retired = true;
     for (const entry of this.entries.values()) {
+      if (holdsTasks(entry)) continue;
       entry.closing = true;
       if (entry.inFlight === 0) void this.closeEntry(entry);
     }
     // Busy sessions close after their calls: their folders are kept young until then (the next tick finds none left).
     if (this.entries.size === 0 && this.draining.size === 0) this.heartbeat.stop();
+  }
+
+  /**
+   * Takes over from the retired pool `from` its stdio children holding pending durable tasks whose server `sameServer`
+   * says is started the same way in this pool's generation; the others close (after their running calls). A child
+   * adopted counts towards this pool's bound as any other, and is the last it closes.
+   */
+  adoptTaskHolders(from: SessionPool, sameServer: (serverName: string, launched: McpServerConfig) => boolean): void {
+    if (from === this || !from.retired || this.retired) return;
+    for (const entry of [...from.entries.values()]) {
+      if (!holdsTasks(entry)) continue;
+      if (entry.server === undefined || entry.exited?.() || this.entries.has(entry.key) || !sameServer(entry.serverName, entry.server)) {
+        from.drain(entry);
+        continue;
+      }
+      from.forget(entry);
+      entry.owner = this;
+      this.remember(entry);
+      if (entry.paths) this.heartbeat.start();
+    }
+    this.evictStdio();
   }
 
   /**
@@ -966,6 +1005,11 @@ function evictionRank(entry: Entry): number {
 }
 
 const LAST_EVICTION_RANK = 4;
+
+/** A connected stdio session still open that holds pending durable tasks. */
+function holdsTasks(entry: Entry): boolean {
+  return !entry.closesWhenIdle && entry.session !== undefined && !entry.closing && (entry.tasks?.size ?? 0) > 0;
+}
 
 const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();
 
