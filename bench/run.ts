@@ -21,6 +21,7 @@ import { startHttpFixture } from "../__tests__/fixtures/http-server";
 import { stdioFixture, TSX_CJS_REGISTER } from "../__tests__/fixtures/stdio";
 import { startTokenFixture } from "../__tests__/fixtures/token-server";
 import { taskStoreFigures } from "./tasks";
+import { redactionFigures } from "./redaction";
 import { sessionFigures } from "./sessions";
 import { gatewayFigures } from "./gateway";
 import { taskRuntimeFigures } from "./task-runtime";
@@ -304,6 +305,7 @@ async function main(): Promise<void> {
     gateway: gatewayFigures,
     "task-runtime": taskRuntimeFigures,
     "task-worker": taskWorkerFigures,
+    redaction: redactionFigures,
   };
   for (const [name, run] of Object.entries(figures)) {
     if (only.length === 0 || only.includes(name)) await run(rows);

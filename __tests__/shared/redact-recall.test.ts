@@ -8,193 +8,13 @@
  * timeout instead of hanging the run.
  */
 import { describe, expect, test } from "@jest/globals";
-import { execFileSync } from "node:child_process";
 import { libModule, workerRunner } from "../fixtures/worker";
+import { encodingsOf, generatedSecrets, generator, PLACES, pythonFormsOf, type Encoding } from "../fixtures/generated-secrets";
 import { REDACTED } from "../../lib/shared";
 
 const inWorker = workerRunner();
 
-/** mulberry32: a small fixed-seed generator (no Math.random: the same secrets every run). */
-function generator(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 const random = generator(20261207);
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
-const between = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));
-
-const LETTERS = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"];
-const AWKWARD = ["\\", "'", '"', "%", "&", "+", "/", "<", ">", "#", "?", "=", ":", "@", "é", "日", "😀", "\t", "\n", "\r", " "];
-
-/** Backslashes and quotes, whose forms overlap each other's (`\\\"`, `'\\''`), more often than the rest. */
-const DENSE = ["\\", "\\", "'", "'", '"', "\t", "é", " "];
-
-function secretOf(length: number, dense = false): string {
-  return Array.from({ length }, () => (random() < 0.6 ? pick(LETTERS) : pick(dense ? DENSE : AWKWARD))).join("");
-}
-
-/** Where the redactor's first piece of a secret of `length` characters ends (its `secretPieces`), for a long secret. */
-function firstPieceEnd(length: number): number {
-  const step = Math.ceil((length - 1) / Math.ceil((length - 1) / 255));
-  return step + 1;
-}
-
-function generatedSecrets(): string[] {
-  const secrets: string[] = [];
-  for (let i = 0; i < 240; i += 1) secrets.push(secretOf(random() < 0.5 ? between(1, 12) : between(13, 80)));
-  for (let i = 0; i < 48; i += 1) secrets.push(secretOf(between(1, 24), true));
-  for (let i = 0; i < 24; i += 1) secrets.push(secretOf(between(257, 600), random() < 0.5));
-  // A backslash run across, before or after the first piece's end.
-  for (let i = 0; i < 24; i += 1) {
-    const length = between(260, 600);
-    const chars = [...secretOf(length, random() < 0.5)];
-    const end = firstPieceEnd(chars.length);
-    const run = between(1, 4);
-    const at = end - run + between(-2, 2);
-    for (let j = 0; j < run; j += 1) chars[at + j] = "\\";
-    secrets.push(chars.join(""));
-  }
-  // A short secret is blanked wherever it stands: one of the characters of "[redacted]" would blank the marker's own.
-  return [...new Set(secrets)].filter((secret) => secret.trim() !== "" && !REDACTED.includes(secret));
-}
-
-interface PythonForms {
-  readonly dumpsAscii: string;
-  readonly dumpsUnicode: string;
-  readonly repr: string;
-  readonly shlex: string;
-  readonly quote: string;
-  readonly quoteSafe: string;
-  readonly quotePlus: string;
-  readonly html: string;
-  readonly b64: string;
-  readonly b64url: string;
-}
-
-const PYTHON = `
-import base64, html, json, shlex, sys, urllib.parse
-out = []
-for s in json.load(sys.stdin):
-    b = s.encode("utf-8")
-    out.append({
-        "dumpsAscii": json.dumps(s), "dumpsUnicode": json.dumps(s, ensure_ascii=False), "repr": repr(s),
-        "shlex": shlex.quote(s), "quote": urllib.parse.quote(s), "quoteSafe": urllib.parse.quote(s, safe=""),
-        "quotePlus": urllib.parse.quote_plus(s), "html": html.escape(s),
-        "b64": base64.b64encode(b).decode(), "b64url": base64.urlsafe_b64encode(b).decode(),
-    })
-json.dump(out, sys.stdout)
-`;
-
-/** How an encoding is read back: the text each remaining piece of a scrubbed text stands for. */
-type Decoder = (text: string) => string;
-
-const identity: Decoder = (text) => text;
-
-/** JSON string escapes (and Python's, which add \\x, \\U and \\'), undone once; anything else as it is. */
-const unescape: Decoder = (text) =>
-  text.replace(/\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|["\\/bfnrt'])/g, (_, sequence: string) => {
-    const kind = sequence[0];
-    if (kind === "u" || kind === "U" || kind === "x") return String.fromCodePoint(parseInt(sequence.slice(1), 16));
-    return ({ b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" } as Record<string, string>)[kind] ?? kind;
-  });
-
-const percent = (plus: boolean): Decoder => (text) =>
-  (plus ? text.replace(/\+/g, " ") : text).replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ""), "hex").toString("utf8"));
-
-const unhtml: Decoder = (text) =>
-  text.replace(/&(?:#(\d+)|#[xX]([0-9a-fA-F]+)|(amp|lt|gt|quot|apos));/g, (_, dec?: string, hex?: string, name?: string) => {
-    if (dec !== undefined) return String.fromCodePoint(Number(dec));
-    if (hex !== undefined) return String.fromCodePoint(parseInt(hex, 16));
-    return ({ amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" } as Record<string, string>)[name!];
-  });
-
-const unshell: Decoder = (text) => text.replace(/'\\''|'"'"'/g, "'");
-
-const twice = (decoder: Decoder): Decoder => (text) => decoder(decoder(text));
-
-/** Each base64 run decoded from each of its first four characters (one of them is where a byte group starts). */
-const unbase64: Decoder = (text) =>
-  [...text.matchAll(/[A-Za-z0-9+/_-]+/g)]
-    .flatMap(([run]) => [0, 1, 2, 3].map((from) => Buffer.from(run.slice(from).replace(/-/g, "+").replace(/_/g, "/"), "base64").toString("latin1")))
-    .join("\u0000");
-
-const unhex: Decoder = (text) =>
-  [...text.matchAll(/[0-9a-fA-F]+/g)].flatMap(([run]) => [0, 1].map((from) => Buffer.from(run.slice(from), "hex").toString("latin1"))).join("\u0000");
-
-interface Encoding {
-  readonly name: string;
-  readonly encoded: string;
-  readonly decode: Decoder;
-  /** What the decoded text is searched for (the secret's UTF-8 bytes as latin1 for the byte forms). */
-  readonly target: string;
-}
-
-const json = (value: string): string => JSON.stringify(value);
-const htmlNamed = (value: string): string =>
-  value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-const htmlNumeric = (value: string, hex: boolean): string =>
-  [...value].map((ch) => (/[A-Za-z0-9]/.test(ch) ? ch : hex ? `&#x${ch.codePointAt(0)!.toString(16)};` : `&#${ch.codePointAt(0)};`)).join("");
-
-function encodingsOf(secret: string, python: PythonForms): Encoding[] {
-  const bytes = Buffer.from(secret, "utf8");
-  const latin1 = bytes.toString("latin1");
-  const text = (name: string, encoded: string, decode: Decoder): Encoding => ({ name, encoded, decode, target: secret });
-  const list = [
-    text("raw", secret, identity),
-    text("JSON.stringify", json(secret), unescape),
-    text("JSON.stringify twice", json(json(secret)), twice(unescape)),
-    text("JSON.stringify three times", json(json(json(secret))), (t) => unescape(unescape(unescape(t)))),
-    text("encodeURIComponent", encodeURIComponent(secret), percent(false)),
-    text("encodeURI", encodeURI(secret), percent(false)),
-    text("form encoding", new URLSearchParams({ v: secret }).toString().slice(2), percent(true)),
-    text("encodeURIComponent twice", encodeURIComponent(encodeURIComponent(secret)), twice(percent(false))),
-    text("HTML named", htmlNamed(secret), unhtml),
-    text("HTML decimal", htmlNumeric(secret, false), unhtml),
-    text("HTML hex", htmlNumeric(secret, true), unhtml),
-    text("sh quoted", `'${secret.replace(/'/g, "'\\''")}'`, unshell),
-    text("python json.dumps", python.dumpsAscii, unescape),
-    text("python json.dumps ensure_ascii=False", python.dumpsUnicode, unescape),
-    text("python repr", python.repr, unescape),
-    text("python shlex.quote", python.shlex, unshell),
-    text("python quote", python.quote, percent(false)),
-    text("python quote safe=''", python.quoteSafe, percent(false)),
-    text("python quote_plus", python.quotePlus, percent(true)),
-    text("python html.escape", python.html, unhtml),
-  ];
-  // Base64 forms: alone (Python's), and at each byte offset inside a longer encoded value.
-  const bytesForm = (name: string, encoded: string, decode: Decoder): Encoding => ({ name, encoded, decode, target: latin1 });
-  list.push(bytesForm("python b64encode", python.b64, unbase64), bytesForm("python urlsafe_b64encode", python.b64url, unbase64));
-  for (const prefix of ["u:", "us:", "use:"]) {
-    const blob = Buffer.concat([Buffer.from(prefix), bytes, Buffer.from(":x")]);
-    list.push(bytesForm(`base64 after ${prefix.length} bytes`, blob.toString("base64"), unbase64));
-    list.push(bytesForm(`base64url after ${prefix.length} bytes`, blob.toString("base64url"), unbase64));
-  }
-  if (bytes.length >= 4) list.push(bytesForm("hex", bytes.toString("hex"), unhex), bytesForm("HEX", bytes.toString("hex").toUpperCase(), unhex));
-  return list;
-}
-
-/** Where an encoded form is put: glued to words, inside JSON, at the start, at the end, alone. */
-const PLACES: ReadonlyArray<(encoded: string) => string> = [
-  (e) => e,
-  (e) => `${e} trailing words`,
-  (e) => `leading words ${e}`,
-  (e) => `glued${e}glued`,
-  (e) => `{"result":"${e}","n":1}`,
-  (e) => `token=${e}&next=1`,
-  (e) => `<p>${e}</p>`,
-  (e) => `'${e}'`,
-  (e) => `"${e}"`,
-  (e) => `{"log":"line\\n${e}\\tend"}`,
-  (e) => `{"inner":"{\\"v\\":\\"${e}\\"}"}`,
-  (e) => `${e}${e}`,
-];
 
 interface Case {
   readonly secret: string;
@@ -235,8 +55,8 @@ function excluded(secret: string, encoding: string, place: number): boolean {
 
 describe("Redactor: recall over generated secrets and real encoders", () => {
   test("every encoding of every generated secret is blanked wherever it is put", async () => {
-    const secrets = generatedSecrets();
-    const python = JSON.parse(execFileSync("python3", ["-c", PYTHON], { input: JSON.stringify(secrets), maxBuffer: 64 * 2 ** 20 }).toString("utf8")) as PythonForms[];
+    const secrets = generatedSecrets(random);
+    const python = pythonFormsOf(secrets);
     const cases: Case[][] = [];
     const forms = new Map<string, Encoding>();
     secrets.forEach((secret, i) => {

@@ -59,9 +59,18 @@ export class Redactor {
    * a line at a time (one content block or one stderr write per line), and the pieces would meet again only after
    * each was scrubbed.
    */
-  private static build(unique: readonly string[]): Redactor {
+  private static build(unique: readonly string[], style: PatternStyle = "compact"): Redactor {
     const secrets = [...new Set([...withSecretLines(unique), ...unescapedForms(unique)])].sort((a, b) => b.length - a.length);
-    return new Redactor(secrets.map(matcherOf), secrets.filter(lacksBase64Run));
+    return new Redactor(secrets.map((secret) => matcherOf(secret, style)), secrets.filter(lacksBase64Run));
+  }
+
+  /**
+   * The redactor of these values with every pattern written and built as `of` did before its compile-time shortcuts
+   * (see `PatternStyle`), never cached: a test checks that both find the same spans. Not exported from the package.
+   */
+  static reference(values: readonly string[]): Redactor {
+    const unique = [...new Set(values.filter((v) => v !== ""))].sort();
+    return unique.length === 0 ? Redactor.none : Redactor.build(unique, "reference");
   }
 
   get isEmpty(): boolean {
@@ -119,9 +128,16 @@ export class Redactor {
   private secretSpans(text: string): Span[] {
     const spans: Span[] = [];
     const encoded = MAY_BE_ENCODED.test(text);
+    let markers: number | undefined;
     for (const { forms, plain } of this.matchers!) {
-      if (!encoded && plain !== null) collectSpans(plain, text, spans);
-      else for (const pattern of forms) collectSpans(pattern, text, spans);
+      if (!encoded && plain !== null) {
+        collectSpans(plain, text, spans);
+        continue;
+      }
+      for (const { pattern, blocks, otherwise } of forms) {
+        if (blocks.length === 0 || charsMayMatch(blocks, text, (markers ??= markerCount(text)))) collectSpans(pattern, text, spans);
+        else if (otherwise !== null) collectSpans(otherwise, text, spans);
+      }
     }
     // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
     if (MAY_WRAP.test(text)) {
@@ -334,7 +350,7 @@ interface SecretMatcher {
   /** Characters of its patterns. */
   readonly size: number;
   /** One pattern, or for a long secret several, each with a piece of its characters (see `MAX_PIECE_CHARS`). */
-  readonly forms: readonly RegExp[];
+  readonly forms: readonly FormsPattern[];
   readonly runs: RegExp | null;
   /**
    * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret and its base64 runs as
@@ -347,10 +363,87 @@ interface SecretMatcher {
 /** Whether a text may hold an encoded form: a JSON escape, percent-encoding or an HTML reference. */
 const MAY_BE_ENCODED = /[\\%&]/;
 
+/**
+ * One of a secret's `forms` patterns, with what tells, before it is compiled, that its characters' part cannot match a
+ * text. Every form of a character but the character itself holds a backslash, `%` or `&` (of a secret without a space, a line
+ * break or a `'`, whose `+`, CRLF and `'"'"'` forms hold none): where the characters' part matches, each of `blocks`
+ * (runs of the secret's characters, apart) is in the text as it is or has one of those in its stretch of the match. So
+ * a text holding fewer of those than blocks it lacks holds no match of it, and its pattern, whose compiling costs
+ * milliseconds for each new secret, is not needed.
+ */
+interface FormsPattern {
+  readonly pattern: RegExp;
+  /** Empty: the pattern is always searched. */
+  readonly blocks: readonly string[];
+  /** Searched instead when the characters' part cannot match: the pattern's base64 and hex alternatives alone; `null` when it has none. */
+  readonly otherwise: RegExp | null;
+}
+
+/** The characters of a secret in one of `blocks`. */
+const BLOCK_CHARS = 4;
+
+/** Whether the text, holding `markers` backslashes, `%` and `&`, may hold a match of the characters' part (see `FormsPattern`). */
+function charsMayMatch(blocks: readonly string[], text: string, markers: number): boolean {
+  if (blocks.length <= markers) return true;
+  let missing = 0;
+  for (const block of blocks) if (!text.includes(block) && (missing += 1) > markers) return false;
+  return true;
+}
+
+function markerCount(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if (code === 0x5c || code === 0x25 || code === 0x26) count += 1;
+  }
+  return count;
+}
+
+/**
+ * Runs of `BLOCK_CHARS` characters of `chars` (a secret or a piece of one) each matched by a form of its own in its
+ * pattern: not a backslash nor the character after a run of them (matched together, see `backslashRunPattern`).
+ */
+function literalBlocks(chars: string): string[] {
+  const list = [...chars];
+  const blocks: string[] = [];
+  let run: string[] = [];
+  for (let i = 0; i < list.length; i += 1) {
+    if (list[i] === "\\" || list[i - 1] === "\\") {
+      run = [];
+      continue;
+    }
+    run.push(list[i]);
+    if (run.length === BLOCK_CHARS) {
+      blocks.push(run.join(""));
+      run = [];
+    }
+  }
+  return blocks;
+}
+
 const matcherCache = new WeighedCache<SecretMatcher>(4096, CACHE_PATTERN_CHARS);
 
-function matcherOf(secret: string): SecretMatcher {
-  const cached = matcherCache.get(secret);
+/**
+ * How a secret's patterns are written. `compact`: each character's forms built once per process, and an always-true
+ * `(?=)` between the forms of consecutive characters from the third on. V8's regexp optimizer analyses a sequence of
+ * alternations (each with its `\\+`, `0*` and `(?:25)?` loops) across the whole sequence, code generated again for
+ * each way into the next character: 30 ms for a 40-character token, 40–130 ms for each 150-character piece of a JWT,
+ * for a per-request secret new on every call. The empty lookahead matches everywhere, captures nothing and changes no
+ * match; the analysis stops at it (~1 ms and ~4 ms, and a quarter to half the code). The first two characters stay
+ * joined: the search for where a match may start still looks at both. A pattern is also searched (and so compiled)
+ * only where a count tells that its characters' part may match (see `FormsPattern`). `reference`: as written before,
+ * always searched, for the test that compares the two.
+ */
+type PatternStyle = "compact" | "reference";
+
+/** The sources of a secret's patterns in a style (forms, base64 runs, plain forms): a test compares the two. Not exported from the package. */
+export function patternSources(secret: string, style: PatternStyle): string[] {
+  const { forms, runs, plain } = matcherOf(secret, style);
+  return [...forms.map((form) => form.pattern.source), runs?.source ?? "", plain?.source ?? ""];
+}
+
+function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
+  const cached = style === "compact" ? matcherCache.get(secret) : undefined;
   if (cached) return cached;
   const base64 = base64Runs(secret);
   // Each list longest first, so a whole "Bearer <token>" goes before its token alone.
@@ -362,18 +455,35 @@ function matcherOf(secret: string): SecretMatcher {
   const hex = bytes.length >= MIN_HEX_BYTES ? [bytes.toString("hex")] : [];
   const pieces = secretPieces(secret);
   const encodedSource = longestFirst([...runs, ...hex.flatMap(digitPieces).map(hexDigitsPattern)]);
-  const formsSources = pieces.length === 1 ? [longestFirst([charsPattern(secret), ...encodedSource]).join("|")] : [...pieces.map(charsPattern), ...(encodedSource.length === 0 ? [] : [encodedSource.join("|")])];
+  // Checked before compiling the characters' part (see `FormsPattern`): in the compact style, for a secret each of whose
+  // characters' forms but the character itself holds a backslash, `%` or `&`.
+  const gated = style === "compact" && !/[ \r\n']/.test(secret);
+  const formsSources: Array<{ source: string; blocks: readonly string[]; otherwise: string | null }> = [];
+  if (pieces.length === 1) {
+    const chars = charsPattern(secret, style);
+    const alternatives = longestFirst([chars, ...encodedSource]);
+    const otherwise = alternatives.filter((source) => source !== chars);
+    const blocks = gated && !encodedSource.includes(chars) ? literalBlocks(secret) : [];
+    formsSources.push({ source: alternatives.join("|"), blocks, otherwise: otherwise.length === 0 ? null : otherwise.join("|") });
+  } else {
+    for (const piece of pieces) formsSources.push({ source: charsPattern(piece, style), blocks: gated ? literalBlocks(piece) : [], otherwise: null });
+    if (encodedSource.length > 0) formsSources.push({ source: encodedSource.join("|"), blocks: [], otherwise: null });
+  }
   const runsSource = runs.join("|");
   const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
   const plainSource = /[ \r\n']/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     secret,
-    size: formsSources.reduce((sum, source) => sum + source.length, 0) + runsSource.length + (plainSource?.length ?? 0),
-    forms: formsSources.map((source) => new RegExp(source, "g")),
+    size: formsSources.reduce((sum, form) => sum + form.source.length + (form.otherwise?.length ?? 0), 0) + runsSource.length + (plainSource?.length ?? 0),
+    forms: formsSources.map((form) => ({
+      pattern: new RegExp(form.source, "g"),
+      blocks: form.blocks,
+      otherwise: form.otherwise === null ? null : new RegExp(form.otherwise, "g"),
+    })),
     runs: runs.length === 0 ? null : new RegExp(runsSource, "g"),
     plain: plainSource === null ? null : new RegExp(plainSource, "g"),
   };
-  matcherCache.set(secret, matcher);
+  if (style === "compact") matcherCache.set(secret, matcher);
   return matcher;
 }
 
@@ -616,12 +726,13 @@ function pieceStep(length: number, max: number): number {
  * as the secret's, with what follows it; an escaped quote does not follow an unescaped one (`'\''`, sh's quoted
  * quote, is not also three quotes).
  */
-function charsPattern(secret: string): string {
+function charsPattern(secret: string, style: PatternStyle): string {
   const chars = [...secret];
   const parts: string[] = [];
+  const charOf = style === "compact" ? knownCharPattern : charPattern;
   for (let i = 0; i < chars.length; ) {
     if (chars[i] !== "\\") {
-      parts.push(charPattern(chars[i], i === 0, chars[i - 1]));
+      parts.push(charOf(chars[i], i === 0, chars[i - 1]));
       i += 1;
       continue;
     }
@@ -631,8 +742,12 @@ function charsPattern(secret: string): string {
     parts.push(backslashRunPattern(count, next, i === 0));
     i += count + (next === undefined ? 0 : 1);
   }
-  return parts.join("");
+  if (style === "reference" || parts.length <= 2) return parts.join("");
+  return parts[0] + parts[1] + UNIT_BREAK + parts.slice(2).join(UNIT_BREAK);
 }
+
+/** Between the patterns of two characters of a secret: matches everywhere (see `PatternStyle`). */
+const UNIT_BREAK = "(?=)";
 
 /** The forms of a backslash other than itself repeated: each as an escape, percent-encoded or an HTML reference. */
 const ENCODED_BACKSLASH = ["u005[cC]", "%(?:25)?5[cC]", "&#0*92;", "&#[xX]0*5[cC];"];
@@ -668,6 +783,22 @@ const JSON_SHORT_ESCAPES: Record<string, string> = { '"': '"', "\\": "\\\\", "/"
 /** Every way one character of a secret can appear in an echo. `first`: the secret's first, where a match may start. */
 function charPattern(ch: string, first = false, previous?: string): string {
   return `(?:${charForms(ch, first, previous).join("|")})`;
+}
+
+/** `charPattern`'s patterns by character: a secret's characters come from a few dozen, each built once. */
+const charPatterns = new Map<string, string>();
+const CHAR_PATTERNS_LIMIT = 4096;
+
+function knownCharPattern(ch: string, first: boolean, previous: string | undefined): string {
+  // What `charForms` reads: the character, whether it is the first, and, for a quote, whether a quote is before it.
+  const key = `${first ? 1 : 0}${ch === "'" && previous === "'" ? 1 : 0}${ch}`;
+  let pattern = charPatterns.get(key);
+  if (pattern === undefined) {
+    pattern = charPattern(ch, first, previous);
+    if (charPatterns.size >= CHAR_PATTERNS_LIMIT) charPatterns.clear();
+    charPatterns.set(key, pattern);
+  }
+  return pattern;
 }
 
 /**
