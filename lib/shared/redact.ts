@@ -134,9 +134,11 @@ export class Redactor {
         collectSpans(plain, text, spans);
         continue;
       }
-      for (const { pattern, blocks, otherwise } of forms) {
-        if (blocks.length === 0 || charsMayMatch(blocks, text, (markers ??= markerCount(text)))) collectSpans(pattern, text, spans);
-        else if (otherwise !== null) collectSpans(otherwise, text, spans);
+      for (const form of forms) {
+        const checked = form.blocks.length > 0 && form.checks < CHECKED_SEARCHES;
+        if (checked) form.checks += 1;
+        if (!checked || charsMayMatch(form.blocks, text, (markers ??= markerCount(text)))) collectSpans(form.pattern, text, spans);
+        else if (form.otherwise !== null) collectSpans(form.otherwise, text, spans);
       }
     }
     // Base64 wrapped in lines (MIME, PEM): its runs are matched again with the line breaks between digits taken out.
@@ -377,7 +379,16 @@ interface FormsPattern {
   readonly blocks: readonly string[];
   /** Searched instead when the characters' part cannot match: the pattern's base64 and hex alternatives alone; `null` when it has none. */
   readonly otherwise: RegExp | null;
+  /** Searches that were checked first (see `CHECKED_SEARCHES`). */
+  checks: number;
 }
+
+/**
+ * Searches of a pattern checked first: a secret used for more texts than one call scrubs is a lasting one (a static
+ * header, a user's token), whose pattern is worth compiling; searched as it is, it scans a long text 3–4 times faster
+ * than the check and the base64 alternatives alone.
+ */
+const CHECKED_SEARCHES = 16;
 
 /** The characters of a secret in one of `blocks`. */
 const BLOCK_CHARS = 4;
@@ -479,6 +490,7 @@ function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
       pattern: new RegExp(form.source, "g"),
       blocks: form.blocks,
       otherwise: form.otherwise === null ? null : new RegExp(form.otherwise, "g"),
+      checks: 0,
     })),
     runs: runs.length === 0 ? null : new RegExp(runsSource, "g"),
     plain: plainSource === null ? null : new RegExp(plainSource, "g"),
