@@ -70,7 +70,7 @@ describe("an OAuth token the server stops accepting (HTTP 401), also after it ex
     // A minute later the server restarts with new keys: its sessions are gone and the token it issued no longer counts.
     clock.advance(60);
     revoked.add("Bearer access-1");
-    await http.forgetSessions();
+    await http.forgetSessions({ streams: "kept" });
 
     const expired = await callThroughGraph(graph, "remote_echo", { text: "two" });
     expect([expired.status, expired.content]).toEqual([

@@ -36,7 +36,7 @@ describe("a session the server forgot", () => {
   test("a tool call on it gets a clear error and is not sent again; the following call works on a new session", async () => {
     expect((await callThroughGraph(graph, "remote_echo", { text: "before" })).content).toBe("before");
     const initsBefore = http.initializeCount();
-    await http.forgetSessions();
+    await http.forgetSessions({ streams: "kept" });
 
     const failed = await callThroughGraph(graph, "remote_echo", { text: "lost" });
     expect(failed.status).toBe("error");

@@ -81,7 +81,7 @@ describe("a re-initialization after expiry that the server holds", () => {
     await withProxiedToolkit({ session_init_timeout: 2 }, async ({ fx, proxy, toolkit }) => {
       const graph = toolNodeGraph(await toolkit.getTools());
       expect((await callThroughGraph(graph, "remote_echo", { text: "warm" })).content).toBe("warm");
-      await fx.forgetSessions();
+      await fx.forgetSessions({ streams: "kept" });
       expect((await callThroughGraph(graph, "remote_echo", { text: "lost" })).content).toBe(EXPIRED);
       proxy.rule = (r) => (r.rpcMethod === "initialize" ? "hang" : undefined);
       const stuck = await callThroughGraph(graph, "remote_echo", { text: "stuck" });

@@ -253,7 +253,7 @@ describe("an SDK v2 server over streamable HTTP", () => {
     try {
       const [listed, before] = await Promise.all([discoverServer(target, pool), call("pid", {}, "alice").then(pidOf)]);
       expect(listed.map((t) => t.definition.name).sort()).toEqual(TOOLS);
-      await server.forgetSessions();
+      await server.forgetSessions({ streams: "kept" });
       const echoes = server.stats.calls.filter((c) => c === "echo").length;
       const first = await call("echo", { message: "after-restart" }, "alice");
       expect(cleanErrorLine(first)).toBe(EXPIRED(unknownSession === "404" ? "HTTP 404" : "HTTP 400"));
@@ -268,6 +268,9 @@ describe("an SDK v2 server over streamable HTTP", () => {
   });
 
   test("a restart between calls (connections cut, sessions gone): the next call gets one clean line, not sent again; the one after works", async () => {
+    // The example router's 400 on a forgotten id: the event stream the client reopens after the restart does not end the
+    // session (only a 404 there does, about a second later), so the next call meets the refusal whenever it comes.
+    server.answerUnknownSessions("example");
     const before = pidOf(await call("pid", {}, "dave"));
     await server.restart();
     const echoes = server.stats.calls.filter((c) => c === "echo").length;

@@ -90,12 +90,15 @@ async function removeIfSkeleton(folder: string, paths: ThreadPaths, tempFilesSin
     // left of it): a workspace of 100,000 files is not listed whole.
     let names = await firstNames(dir, dir === internal ? 3 + MAX_STAGED : 2);
     if (dir === internal && names.includes(INTERNAL_GITIGNORE)) {
-      if (!(await isOwnGitignore(nodePath.join(dir, INTERNAL_GITIGNORE), uid))) return false;
+      if (!(await isOwnGitignore(nodePath.join(dir, INTERNAL_GITIGNORE), uid, "part"))) return false;
       ownGitignore = true;
       names = names.filter((name) => name !== INTERNAL_GITIGNORE);
     }
     if (dir === internal) {
       staged = names.filter((name) => INTERNAL_GITIGNORE_STAGED.test(name));
+      // More may be unlisted (the listing stops at 3 + MAX_STAGED), `tmp` or the `.gitignore` among them: the folder
+      // stays whole rather than be half removed.
+      if (staged.length > MAX_STAGED) return false;
       for (const name of staged) if (!(await isOwnGitignore(nodePath.join(dir, name), uid, stagedKind(name)))) return false;
       names = names.filter((name) => !staged.includes(name));
     }
@@ -161,7 +164,7 @@ async function removeOwnGitignore(internal: HeldDir, uid: number | undefined): P
   const aside = entryOf(internal, `${INTERNAL_GITIGNORE}.${randomUUID()}.removed`);
   if (!(await rename(entryOf(internal, INTERNAL_GITIGNORE), aside).then(() => true, () => false))) return false;
   await internalDirSeams.gitignoreAside?.(internal.path);
-  if (await isOwnGitignore(aside, uid)) return unlink(aside).then(() => true, () => false);
+  if (await isOwnGitignore(aside, uid, "part")) return unlink(aside).then(() => true, () => false);
   // Under its name again, unless another file took that name meanwhile (then both stay); renamed back where the file
   // system has no hard links.
   const name = entryOf(internal, INTERNAL_GITIGNORE);
@@ -194,7 +197,8 @@ const OWN_GITIGNORE = Buffer.from(INTERNAL_GITIGNORE_TEXT);
 
 /**
  * Whether `file` is the `.gitignore` `ensureThreadPaths` writes: a file (not a link) of `uid` holding its text alone
- * (`part`: the start of its text, as a host killed while writing it leaves it).
+ * (`part`: the start of its text, as a host killed while writing it leaves it; `.gitignore` itself is taken so too:
+ * hosts before the staged write, and a write in place where there are no hard links, created it empty first).
  * A process of the thread may put something else in its place after the check: it is read without following a link
  * (to a /proc file that reads on for gigabytes), without waiting for a FIFO's writer (which would hold a thread of
  * libuv's pool for good), and no further than the text.

@@ -162,8 +162,9 @@ async function ignoreInternalDir(internal: HeldDir): Promise<void> {
   let inPlace = false;
   try {
     await writeNew(staged, internal.path);
-    // EEXIST: a `.gitignore` came meanwhile (the thread's tool's), which is kept.
-    await link(staged, target).catch((err: NodeJS.ErrnoException) => void (inPlace = err.code !== "EEXIST"));
+    // EEXIST: a `.gitignore` came meanwhile (the thread's tool's), which is kept. ENOENT: the staged copy (or `.mcp`)
+    // was removed meanwhile (another host's removal of the skeleton, a tool): nothing is written in place either.
+    await link(staged, target).catch((err: NodeJS.ErrnoException) => void (inPlace = err.code !== "EEXIST" && err.code !== "ENOENT"));
   } catch {
     // not writable: the folder stays unignored
   } finally {
