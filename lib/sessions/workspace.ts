@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { link, lstat, mkdir, open, unlink, type FileHandle } from "node:fs/promises";
+import { chmod, link, lstat, mkdir, open, unlink } from "node:fs/promises";
 import * as nodePath from "node:path";
 import type { McpServerConfig } from "../config";
 import { entryOf, holdChecked, sameFile, type HeldDir } from "./held-dir";
@@ -116,7 +116,7 @@ export async function ensureThreadPaths(paths: ThreadPaths): Promise<string | nu
     const [, internal, tmp] = held;
     // `.mcp` too: whoever may rename its entries could put a folder of theirs in place of `tmp` while the child uses it.
     for (const dir of [internal, tmp]) {
-      const problem = await makePrivate(dir.handle);
+      const problem = await makePrivate(dir);
       if (problem !== null) return problem;
     }
     await ignoreInternalDir(internal);
@@ -193,10 +193,17 @@ async function writeNew(path: string, internal: string): Promise<void> {
 }
 
 /** Makes the folder `handle` holds 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds). */
-async function makePrivate(handle: FileHandle): Promise<string | null> {
+async function makePrivate(dir: HeldDir): Promise<string | null> {
   const uid = process.geteuid?.();
-  if (uid !== undefined && (await handle.stat()).uid !== uid) return "owned by another user";
-  await handle.chmod(0o700);
+  if (uid !== undefined && (await dir.handle.stat()).uid !== uid) return "owned by another user";
+  try {
+    await dir.handle.chmod(0o700);
+  } catch (err) {
+    // Node's permission model refuses fchmod whatever it allows: the folder is named by its path there, as every step
+    // is (see `HeldDir`); the check that each path still leads to the folder held, at the end, sees a swap.
+    if ((err as NodeJS.ErrnoException).code !== "ERR_ACCESS_DENIED") throw err;
+    await chmod(dir.path, 0o700);
+  }
   return null;
 }
 
