@@ -23,6 +23,7 @@ import { endHosts, hostMarker } from "../fixtures/hosts";
 import type { KillHostPlan, KillHostSeam } from "../fixtures/kill-host";
 import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
 import { TSX_CJS_REGISTER } from "../fixtures/stdio";
+import { seededRandom } from "../fixtures/seeded-random";
 
 const SEED = Number(process.env.KILL_HOST_SEED ?? 20261207);
 const ROUNDS = Number(process.env.KILL_HOST_ROUNDS ?? 4);
@@ -31,17 +32,6 @@ const PLAIN_SERVER = path.join(__dirname, "..", "fixtures", "plain-stdio-server.
 /** The seams a round may be killed at instead of after a line (see kill-host.ts). */
 const SEAMS: readonly KillHostSeam[] = ["prepared", "removing", "gitignoreCreated", "gitignoreAside"];
 
-/** mulberry32: the kill points of a seed are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface RunningHost {
   readonly child: ChildProcess;
@@ -146,7 +136,8 @@ function strangeInternal(dataDir: string, thread: string): string[] {
 
 describe("hosts of stdio sessions SIGKILLed at seeded random points and restarted on the same data dir", () => {
   test(`seed ${SEED}, ${ROUNDS} killed hosts: no orphan, no lost file, no call twice, the live host untouched, the folders swept`, async () => {
-    const random = seeded(SEED);
+    // The kill points of a seed are the same on every run.
+    const random = seededRandom(SEED);
     const dir = await makeTempDir("kill-host-");
     const dataDir = path.join(dir, "data");
     const callLog = path.join(dir, "calls.log");
