@@ -1,4 +1,5 @@
 import { ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv-provider.js";
@@ -43,6 +44,11 @@ export interface McpSession {
    * does not know them in a new child.
    */
   holdTask?(remoteId: string, pending: boolean): void;
+  /**
+   * stdio: a random id of this child process, never reused: a server may number its jobs per process, so a job id
+   * names one job only together with the process that issued it.
+   */
+  readonly incarnation?: string;
   /**
    * Adds a call's secrets to those the session remembers and returns all of them: a stdio child may print or
    * answer with what an earlier call sent it at any time, so they are scrubbed from its log lines and from the
@@ -742,7 +748,9 @@ export class SessionPool {
       ...(scope ? { scope } : {}),
       ...(paths ? { paths, scanner: new WorkspaceScanner(paths.workspace) } : {}),
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
-      ...(entry.tag !== undefined ? { holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending) } : {}),
+      ...(entry.tag !== undefined
+        ? { holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending), incarnation: randomUUID() }
+        : {}),
       rememberSecrets: (values) => {
         const owner = entry.owner;
         for (const value of values) {

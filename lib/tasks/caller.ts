@@ -44,6 +44,8 @@ export interface TaskToolAnswer {
   holdsSecret(text: string): boolean;
   /** stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`). */
   holdTask?(remoteId: string, pending: boolean): void;
+  /** stdio: the child process that answered (see `McpSession.incarnation`). */
+  readonly incarnation?: string;
 }
 
 /**
@@ -108,6 +110,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         scrub: (value) => known.deep(value, (instance) => (Array.isArray(instance) ? scrubOther(instance, known) : instance)),
         holdsSecret: (text) => long.text(text) !== text,
         ...(session?.holdTask ? { holdTask: session.holdTask } : {}),
+        ...(session?.incarnation !== undefined ? { incarnation: session.incarnation } : {}),
       };
     },
   };

@@ -214,6 +214,8 @@ export interface TaskSubmission {
   driverData?: Record<string, unknown>;
   /** The id holds a value the call carried as a credential: it is never stored, and the remote task is cancelled. */
   remoteIdHoldsSecret?: boolean;
+  /** Where the remote id is unique when not per user and server: a stdio task's child process (see `TaskRecord.remote_scope`). */
+  remoteScope?: string;
 }
 
 export interface DriverCallOptions {

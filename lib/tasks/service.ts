@@ -253,6 +253,7 @@ export class McpTaskService {
         snapshot,
         driverData: ref.driverData,
         nextPollAt: this.nextPollAt(snapshot, submittedAt),
+        ...(submission.remoteScope !== undefined ? { remoteScope: submission.remoteScope } : {}),
       });
     } catch (err) {
       if (err instanceof DuplicateMcpRemoteTaskError) throw err;

@@ -36,19 +36,20 @@ const INDEXES = [
 describe.each(targets())("migrations on $name", (target) => {
   afterAll(() => target.cleanup());
 
-  test("the store creates all 44 columns, every index and the named unique handle", async () => {
+  test("the store creates all 45 columns, every index and the named unique handle", async () => {
     const url = await target.fresh();
     await (await openStore(url, new ManualClock())).close();
     const { db } = await openTaskDatabase({ url });
     expect(await columns(db)).toEqual([...TASK_COLUMNS]);
-    expect(TASK_COLUMNS).toHaveLength(44);
+    expect(TASK_COLUMNS).toHaveLength(45);
     expect(await indexes(db)).toEqual(INDEXES);
     if (db.dialect === "postgres") {
       const [c] = await db.rows("SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'uq_mcp_tasks_user_server_remote' AND connamespace = current_schema()::regnamespace");
-      expect(c.def).toBe("UNIQUE (user_id, server_name, remote_task_id)");
+      expect(c.def).toBe("UNIQUE (user_id, server_name, remote_scope, remote_task_id)");
     } else {
       const [t] = await db.rows("SELECT sql FROM sqlite_master WHERE name = 'mcp_tasks'");
-      expect(String(t.sql)).toContain("CONSTRAINT uq_mcp_tasks_user_server_remote UNIQUE (user_id, server_name, remote_task_id)");
+      expect(String(t.sql)).toContain("CONSTRAINT uq_mcp_tasks_user_server_remote UNIQUE (user_id, server_name, remote_scope, remote_task_id)");
+      expect(String(t.sql)).not.toContain("UNIQUE (user_id, server_name, remote_task_id)");
     }
     await db.close();
   });
@@ -116,6 +117,45 @@ describe.each(targets())("migrations on $name", (target) => {
 
     const again = await openTaskDatabase({ url });
     expect(await columns(again.db)).toEqual([...TASK_COLUMNS]);
+    expect(await migrate(again.db, { schema: again.schema })).toEqual([]);
+    await again.db.close();
+  });
+
+  test("a database at 0004 upgrades to the remote scope: rows, indexes and the handle's name kept; the key is per scope", async () => {
+    const url = await target.fresh();
+    const { db, schema } = await openTaskDatabase({ url });
+    expect((await migrate(db, { schema, to: "0004_claim_indexes" })).at(-1)).toBe("0004_claim_indexes");
+    const ts = db.dialect === "postgres" ? "::timestamptz" : "";
+    const insert = (id: string, user: string, remote: string, scope?: string) =>
+      db.rows(
+        `INSERT INTO mcp_tasks (id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data,
+           notification_status, poll_attempt_count, consecutive_poll_error_count, created_at, updated_at${scope === undefined ? "" : ", remote_scope"})
+         VALUES ($1, $2, 't', 'jobs', 'ordinary-tools', $3, 'report', 'working', '{"k":1}', 'none', 2, 0, $4${ts}, $4${ts}${scope === undefined ? "" : ", $5"})`,
+        [id, user, remote, "2026-01-02T03:04:05.000Z", ...(scope === undefined ? [] : [scope])],
+      );
+    await insert("a-1", "alice", "job-1");
+    await insert("b-1", "bob", "job-1");
+    await db.close();
+
+    const store = await openStore(url, new ManualClock());
+    expect(await store.get("a-1", "alice")).toMatchObject({ remote_task_id: "job-1", remote_scope: "", poll_attempt_count: 2, driver_data: { k: 1 }, status: "working" });
+    expect(await store.get("b-1", "bob")).toMatchObject({ remote_scope: "" });
+    await store.close();
+
+    const again = await openTaskDatabase({ url });
+    expect(await columns(again.db)).toEqual([...TASK_COLUMNS]);
+    expect(await indexes(again.db)).toEqual(INDEXES);
+    const unique = /uq_mcp_tasks_user_server_remote|mcp_tasks\.user_id, mcp_tasks\.server_name, mcp_tasks\.remote_scope, mcp_tasks\.remote_task_id/;
+    const reinsert = (id: string, user: string, remote: string, scope?: string) =>
+      again.db.rows(
+        `INSERT INTO mcp_tasks (id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data,
+           notification_status, poll_attempt_count, consecutive_poll_error_count, created_at, updated_at, remote_scope)
+         VALUES ($1, $2, 't', 'jobs', 'ordinary-tools', $3, 'report', 'working', '{}', 'none', 0, 0, $4${ts}, $4${ts}, $5)`,
+        [id, user, remote, "2026-01-02T03:04:05.000Z", scope ?? ""],
+      );
+    await expect(reinsert("a-2", "alice", "job-1")).rejects.toThrow(unique);
+    await reinsert("a-3", "alice", "job-1", "child-x");
+    await expect(reinsert("a-4", "alice", "job-1", "child-x")).rejects.toThrow(unique);
     expect(await migrate(again.db, { schema: again.schema })).toEqual([]);
     await again.db.close();
   });

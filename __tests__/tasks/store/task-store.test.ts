@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from "@jest/globals";
 import { DuplicateMcpRemoteTaskError, openTaskDatabase, TaskSnapshot, type TaskStore } from "../../../lib/tasks";
+import { REISSUED_REMOTE_TASK_ERROR } from "../../../lib/tasks/store";
 import { completed, ManualClock, openStore, seedTask, targets } from "./helpers";
 
 const lease = { leaseSeconds: 60, limit: 10 };
@@ -294,6 +295,74 @@ describe.each(targets())("task store on $name", (target) => {
     const born = await store.create({ ...base, id: "d", remoteTaskId: "D", snapshot: completed() });
     expect(born).toMatchObject({ event_version: 1, notification_status: "pending", completed_at: born.created_at, driver_data: {}, result: { ok: true } });
     await store.close();
+  });
+
+  describe("a remote id unique per remote scope (a stdio task's child process)", () => {
+    const base = { userId: "alice", threadId: "t", serverName: "jobs", driverName: "ordinary-tools", taskName: "r", nextPollAt: null, snapshot: new TaskSnapshot({ status: "working" }) };
+
+    test("the same id from two scopes is two tasks; twice from one scope is a duplicate", async () => {
+      const { store } = await fresh();
+      await store.create({ ...base, id: "a", remoteTaskId: "job-1", remoteScope: "child-1" });
+      await store.create({ ...base, id: "b", remoteTaskId: "job-1", remoteScope: "child-2", threadId: "t2" });
+      await store.create({ ...base, id: "c", remoteTaskId: "job-1" });
+      await expect(store.create({ ...base, id: "d", remoteTaskId: "job-1", remoteScope: "child-2", threadId: "t2" })).rejects.toThrow(DuplicateMcpRemoteTaskError);
+      await expect(store.create({ ...base, id: "e", remoteTaskId: "job-1" })).rejects.toThrow(DuplicateMcpRemoteTaskError);
+      expect((await store.get("a", "alice"))?.remote_scope).toBe("child-1");
+      expect((await store.get("c", "alice"))?.remote_scope).toBe("");
+      await store.close();
+    });
+
+    test("an id issued again by the scope's next process ends the unfinished holder of that thread as failed; no other row", async () => {
+      const { store, clock } = await fresh();
+      const at = (id: string, extra: { threadId?: string; userId?: string; remoteScope?: string; remoteTaskId?: string; snapshot?: TaskSnapshot } = {}) =>
+        store.create({ ...base, id, remoteTaskId: "job-1", remoteScope: "child-1", nextPollAt: clock.now(), ...extra });
+      await at("done-before", { remoteScope: "child-0", snapshot: completed() });
+      await at("open");
+      await at("other-thread", { threadId: "t2", remoteScope: "child-t2" });
+      await at("other-user", { userId: "bob", remoteScope: "child-bob" });
+      await at("other-id", { remoteTaskId: "job-2" });
+      await store.create({ ...base, id: "unscoped", remoteTaskId: "job-1", nextPollAt: clock.now() });
+      const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", leaseSeconds: 60, limit: 1 });
+      expect(claimed.id).toBe("open");
+      clock.advance(1);
+      await at("new", { remoteScope: "child-2" });
+
+      expect(await store.get("open", "alice")).toMatchObject({
+        status: "failed", error: REISSUED_REMOTE_TASK_ERROR, lease_owner: null, lease_expires_at: null, next_poll_at: null,
+        completed_at: clock.now(), event_version: 1, notification_status: "pending", next_notification_at: clock.now(),
+      });
+      for (const [id, user] of [["other-thread", "alice"], ["other-user", "bob"], ["other-id", "alice"], ["unscoped", "alice"]] as const) {
+        expect((await store.get(id, user))?.status).toBe("working");
+      }
+      expect(await store.get("done-before", "alice")).toMatchObject({ status: "completed", result: { ok: true } });
+      expect(await store.get("new", "alice")).toMatchObject({ status: "working", remote_scope: "child-2" });
+      // The poll that was in flight for the ended task is fenced out.
+      expect(await store.applySnapshot({ task: claimed, leaseOwner: "w1", snapshot: completed({ stolen: true }), nextPollAt: null })).toBe(false);
+      expect((await store.get("open", "alice"))?.result).toBeNull();
+      await store.close();
+    });
+
+    test("a holder with a cancel request pending is ended too: its cancel is never sent to the new job", async () => {
+      const { store } = await fresh();
+      await store.create({ ...base, id: "asked", remoteTaskId: "job-1", remoteScope: "child-1", snapshot: new TaskSnapshot({ status: "input_required", input_required: { q: 1 } }) });
+      await store.requestCancel("asked", "alice", "t");
+      await store.create({ ...base, id: "new", remoteTaskId: "job-1", remoteScope: "child-2" });
+      expect(await store.get("asked", "alice")).toMatchObject({ status: "failed", input_required: null, error: REISSUED_REMOTE_TASK_ERROR, event_version: 2, notification_status: "pending" });
+      expect(await store.claimCancels({ leaseOwner: "w2", leaseSeconds: 60, limit: 10 })).toEqual([]);
+      await store.close();
+    });
+
+    test("a refused insert ends nothing: the holders are ended in the insert's transaction", async () => {
+      const { store } = await fresh();
+      await store.create({ ...base, id: "old", remoteTaskId: "job-1", remoteScope: "child-1" });
+      await store.create({ ...base, id: "taken", remoteTaskId: "job-9", remoteScope: "child-2" });
+      // Fails after the holders were ended (here on the primary key): their ending is rolled back with it.
+      await expect(store.create({ ...base, id: "taken", remoteTaskId: "job-1", remoteScope: "child-2" })).rejects.toThrow(/mcp_tasks\.id|mcp_tasks_pkey/);
+      expect((await store.get("old", "alice"))?.status).toBe("working");
+      await store.create({ ...base, id: "new", remoteTaskId: "job-1", remoteScope: "child-2" });
+      expect((await store.get("old", "alice"))?.status).toBe("failed");
+      await store.close();
+    });
   });
 
   test("get and list are scoped to the user; list is newest first, honours active_only and limit", async () => {

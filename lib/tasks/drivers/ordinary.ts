@@ -127,6 +127,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
       snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
       driverData: { ...request.driverData },
       remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
+      ...(answer.incarnation !== undefined ? { remoteScope: answer.incarnation } : {}),
     };
   }
 

@@ -9,6 +9,7 @@ export { LATEST_MIGRATION, migrate, MIGRATIONS_TABLE, TASK_STORE_MIGRATIONS, typ
 export { TASK_COLUMNS, type TaskRecord } from "./records";
 export {
   DuplicateMcpRemoteTaskError,
+  REISSUED_REMOTE_TASK_ERROR,
   isRemoteTaskUniqueConflict,
   TaskStore,
   UNIQUE_REMOTE_TASK_CONSTRAINT,

@@ -49,9 +49,14 @@ export interface TaskRecord {
   cancel_attempt_count: number;
   next_cancel_at: Date | null;
   last_cancel_error: string | null;
+  /**
+   * Where the remote id was issued: for a stdio task, the child process (session) that accepted it, whose job ids
+   * may be numbered per process; '' for HTTP/SSE, whose ids are the server's own.
+   */
+  remote_scope: string;
 }
 
-/** All 44 columns, in table order. */
+/** All 45 columns, in table order. */
 export const TASK_COLUMNS = [
   "id",
   "user_id",
@@ -97,6 +102,7 @@ export const TASK_COLUMNS = [
   "cancel_attempt_count",
   "next_cancel_at",
   "last_cancel_error",
+  "remote_scope",
 ] as const satisfies readonly (keyof TaskRecord)[];
 
 const TIMESTAMP_COLUMNS = new Set<string>([

@@ -101,6 +101,27 @@ export class TaskSql {
     return `INSERT INTO mcp_tasks (${COLUMNS}) VALUES (${values.join(", ")}) RETURNING ${COLUMNS}`;
   }
 
+  /**
+   * $1 user_id, $2 server_name, $3 thread_id, $4 remote_task_id, $5 remote scope: the unfinished tasks of the same
+   * (user, server, thread) holding that remote id from another process of the server (see `TaskStore.create`).
+   */
+  reissuedRemoteTasks(): string {
+    return `SELECT id, task_name FROM mcp_tasks
+      WHERE user_id = $1 AND server_name = $2 AND thread_id = $3 AND remote_task_id = $4
+        AND remote_scope <> '' AND remote_scope <> $5 AND status NOT IN ${TERMINAL} ${this.forUpdate}`;
+  }
+
+  /** $1 id, $2…$8 the terminal snapshot (status … input_required), $9 now, $10 event fingerprint: ends an unfinished task. */
+  endUnfinished(): string {
+    const { c } = this;
+    return `UPDATE mcp_tasks SET status = $2, result = ${c.json(3)}, result_preview = $4, result_truncated = ${c.bool(5)},
+        result_artifact = ${c.json(6)}, error = $7, input_required = ${c.json(8)}, next_poll_at = NULL, lease_owner = NULL,
+        lease_expires_at = NULL, completed_at = ${c.ts(9)}, updated_at = ${c.ts(9)},
+        ${recordEventSet(c.text(10), c.ts(9))}
+      WHERE id = $1 AND status NOT IN ${TERMINAL}
+      RETURNING id`;
+  }
+
   /** $1 id, $2 user_id. */
   get(): string {
     return `SELECT ${COLUMNS} FROM mcp_tasks WHERE id = $1 AND user_id = $2`;

@@ -3,17 +3,20 @@
  * is stored in UTC. Writes that apply a worker's result are fenced on the lease owner and the lease expiry.
  */
 import { eventFingerprint, notificationEvent, type EventSource, type TaskEvent } from "../events";
-import { MCP_TASK_MAX_NOTIFICATION_ATTEMPTS, TERMINAL_TASK_STATUSES, type TaskSnapshot, type TaskStatus } from "../model";
+import { MCP_TASK_MAX_NOTIFICATION_ATTEMPTS, TaskSnapshot, TaskStatus, TERMINAL_TASK_STATUSES } from "../model";
 import type { Db, Queryable, Row } from "./connection";
 import { dbJson, dbTime, storedText, storedValue, TASK_COLUMNS, toRecord, type TaskRecord } from "./records";
 import { TaskSql } from "./sql";
 
 export const UNIQUE_REMOTE_TASK_CONSTRAINT = "uq_mcp_tasks_user_server_remote";
-const SQLITE_UNIQUE_REMOTE_TASK = "mcp_tasks.user_id, mcp_tasks.server_name, mcp_tasks.remote_task_id";
+const SQLITE_UNIQUE_REMOTE_TASK = "mcp_tasks.user_id, mcp_tasks.server_name, mcp_tasks.remote_scope, mcp_tasks.remote_task_id";
+/** What a task ended by `create` (its remote id issued again by another process of its stdio server) reads. */
+export const REISSUED_REMOTE_TASK_ERROR =
+  "the MCP server process that ran this task ended, and its job id now names another job: the task's outcome is unknown";
 /** Rows per statement of a batched apply (well under SQLite's 32,766 parameters). */
 const APPLY_CHUNK = 500;
 
-/** The remote task already has a row for this user and server: that row owns the handle. */
+/** The remote task already has a row for this user, server and remote scope: that row owns the handle. */
 export class DuplicateMcpRemoteTaskError extends Error {
   constructor(
     readonly remoteTaskId: string,
@@ -45,6 +48,11 @@ export interface CreateTaskInput {
   snapshot: TaskSnapshot;
   driverData?: Record<string, unknown>;
   nextPollAt: Date | null;
+  /**
+   * stdio: the child process (session) that accepted the task; its job ids are unique only within it (default '':
+   * the server's own ids, unique per user and server).
+   */
+  remoteScope?: string;
 }
 
 export interface ClaimOptions {
@@ -187,6 +195,7 @@ export class TaskStore {
       cancel_attempt_count: 0,
       next_cancel_at: null,
       last_cancel_error: null,
+      remote_scope: input.remoteScope ?? "",
     };
     // A row born in an attention status starts with its first event (version 1, pending).
     const event = notificationEvent(eventSourceOf(input.id, input.taskName, s, 0, null), Number.POSITIVE_INFINITY);
@@ -196,9 +205,13 @@ export class TaskStore {
       values.notification_status = "pending";
       values.next_notification_at = dbTime(now);
     }
+    const params = TASK_COLUMNS.map((col) => values[col]);
     try {
-      const rows = await this.#db.rows(this.#sql.insert(), TASK_COLUMNS.map((col) => values[col]));
-      return this.#records(rows)[0];
+      if (!input.remoteScope) return this.#records(await this.#db.rows(this.#sql.insert(), params))[0];
+      return await this.#db.transaction(async (tx) => {
+        await this.#endReissued(tx, input, now);
+        return this.#records(await tx.rows(this.#sql.insert(), params))[0];
+      });
     } catch (err) {
       if (isRemoteTaskUniqueConflict(err)) throw new DuplicateMcpRemoteTaskError(input.remoteTaskId, input.serverName);
       throw err;
@@ -471,6 +484,20 @@ export class TaskStore {
   #leaseExpiry(scanNow: Date, leaseSeconds: number): Date {
     const clockNow = this.#clock();
     return addSeconds(clockNow > scanNow ? clockNow : scanNow, leaseSeconds);
+  }
+
+  /**
+   * A process of a stdio server issued a remote id that an unfinished task of the same scope got from an earlier
+   * process: that process is gone (a scope has one child at a time), so the id now names the new job, and polling the
+   * old task would report the new job's outcome as its own. The old task ends as failed.
+   */
+  async #endReissued(tx: Queryable, input: CreateTaskInput, now: Date): Promise<void> {
+    const holders = await tx.rows(this.#sql.reissuedRemoteTasks(), [input.userId, input.serverName, input.threadId, input.remoteTaskId, input.remoteScope]);
+    const lost = new TaskSnapshot({ status: TaskStatus.FAILED, error: REISSUED_REMOTE_TASK_ERROR });
+    for (const holder of holders) {
+      const event = notificationEvent(eventSourceOf(String(holder.id), String(holder.task_name), lost, 0, null), Number.POSITIVE_INFINITY);
+      await tx.rows(this.#sql.endUnfinished(), [holder.id, ...snapshotParams(lost), dbTime(now), event ? eventFingerprint(event) : null]);
+    }
   }
 
   async #step(sql: string, params: unknown[]): Promise<boolean> {
