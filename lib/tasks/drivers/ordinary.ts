@@ -134,7 +134,14 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
   async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "status_tool");
     const answer = await this.call(ref, toolName, options);
-    const snapshot = this.statusSnapshot(ref, answer, toolName);
+    let snapshot: TaskSnapshot;
+    try {
+      snapshot = this.statusSnapshot(ref, answer, toolName);
+    } catch (err) {
+      // A protocol error fails the task for good: nobody polls it again, so its child no longer holds it.
+      if (err instanceof McpTaskProtocolError) answer.holdTask?.(ref.remoteTaskId, false);
+      throw err;
+    }
     answer.holdTask?.(ref.remoteTaskId, snapshot.isPollable);
     return snapshot;
   }

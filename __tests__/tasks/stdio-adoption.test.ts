@@ -1,0 +1,256 @@
+/**
+ * A stdio child holding a pending durable task across hot reloads of the config (adversarial cases of the adoption by
+ * the next generation's pool): a call in flight on it, a failed reload, a load discarded because the file changed while
+ * it discovered, the bound of the adopting pool. Real stdio job servers, a real SQLite task store, real graphs.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import { mkdir, writeFile } from "node:fs/promises";
+import { realpathSync } from "node:fs";
+import * as path from "node:path";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import { z } from "zod";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { ScriptedChatModel } from "../../lib/agent";
+import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { threadPaths } from "../../lib/sessions/workspace";
+import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
+import { runningCall, toolNodeGraph } from "../fixtures/graph";
+import { alive, waitUntil } from "../fixtures/processes";
+
+const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+const RunContext = z.object({ user_id: z.string() });
+const SECRET = "adopt-secret-7f3c9e21d4";
+process.env.ADOPT_TEST_SECRET = SECRET;
+const launch = stdioFixture({ name: "local", toolNames: ["pid", "await_file", "leak"], tasks: true });
+
+const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
+const closers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const { runtime, toolkit } of open.splice(0)) {
+    await toolkit.close();
+    await runtime.stop();
+  }
+  for (const close of closers.splice(0)) await close();
+});
+
+interface Setup {
+  dir: string;
+  runtime: TaskRuntime;
+  toolkit: McpToolkit;
+  tools: DynamicStructuredTool[];
+  clock: ManualClock;
+  logger: RecordingLogger;
+}
+
+function config(extra: Record<string, unknown> = {}, description = "jobs") {
+  return {
+    mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+    mcpServers: {
+      local: {
+        type: "stdio",
+        description,
+        ...launch,
+        env: { ...launch.env, LEAK_ME: "$ADOPT_TEST_SECRET" },
+        tool_call_timeout: null,
+        task_toolsets: [{ name: "compile", ...TOOLSET }],
+      },
+      ...extra,
+    },
+  };
+}
+
+async function setup(maxStdioSessions?: number): Promise<Setup> {
+  const dir = await makeTempDir("task-adopt-");
+  const configPath = await writeConfig(dir, config());
+  const clock = new ManualClock();
+  const logger = new RecordingLogger();
+  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier: new MemoryTaskNotifier(), clock: clock.now, logger });
+  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, ...(maxStdioSessions ? { maxStdioSessions } : {}) });
+  open.push({ runtime, toolkit });
+  return { dir, runtime, toolkit, tools: await toolkit.getTools(), clock, logger };
+}
+
+type Call = ReturnType<typeof ScriptedChatModel.toolCall>;
+
+async function agentTurn(tools: DynamicStructuredTool[], user: string, thread: string, calls: Call[]): Promise<ToolMessage[]> {
+  const model = new ScriptedChatModel([...calls, { content: "done" }]);
+  const agent = createAgent({ model, tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
+  return result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+}
+
+const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
+const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);
+
+async function submitWithPid(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
+  const [pid, submitted] = await agentTurn(s.tools, user, thread, [pidCall("pid-1"), submitCall(args)]);
+  expect(submitted!.status).not.toBe("error");
+  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
+}
+
+async function pidOf(tools: DynamicStructuredTool[], user: string, thread: string): Promise<number> {
+  const [message] = await agentTurn(tools, user, thread, [pidCall("pid-x")]);
+  return Number(message!.content);
+}
+
+async function pollTwice(s: Setup): Promise<void> {
+  await s.runtime.runOnce(s.clock.advance(5));
+  await s.runtime.runOnce(s.clock.advance(5));
+}
+
+describe("adoption of a task holder across reloads", () => {
+  test("a call in flight on the holder during the reload ends well; the holder serves on, keeps its task and closes with close()", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 2 });
+    const gate = path.join(threadPaths(realpathSync(s.dir), "th-a").tmp, "gate", "open");
+    await mkdir(path.dirname(gate));
+    const graph = toolNodeGraph(s.tools);
+    const { done } = await runningCall(graph, "local_await_file", { path: ".mcp/tmp/gate/open" }, { configurable: { thread_id: "th-a", langgraph_auth_user_id: "bob" } });
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    const tools = await s.toolkit.getTools();
+    await writeFile(gate, "");
+    expect((await done).status).toBe("success");
+    expect(alive(holder)).toBe(true);
+    await pollTwice(s);
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ pid: holder });
+    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
+    await s.toolkit.close();
+    expect(alive(holder)).toBe(false);
+    expect(s.logger.messages("warn")).toEqual([]);
+  });
+
+  test("a reload that fails (invalid file) keeps the holder; the next good one adopts it", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "b", steps: 2 });
+    await writeFile(path.join(s.dir, "extensions_config.json"), "{ not json");
+    await expect(s.toolkit.getTools()).rejects.toThrow();
+    expect(alive(holder)).toBe(true);
+    await writeConfig(s.dir, config({}, "jobs, fixed"));
+    const tools = await s.toolkit.getTools();
+    await pollTwice(s);
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ pid: holder });
+    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
+    await s.toolkit.close();
+    expect(alive(holder)).toBe(false);
+  });
+
+  test("reset() twice and a reload: the holder is adopted once, completes, and no child is left after close()", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "c", steps: 2 });
+    await s.toolkit.reset();
+    await s.toolkit.reset();
+    await writeConfig(s.dir, config({}, "jobs, again"));
+    await s.toolkit.getTools();
+    await pollTwice(s);
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.result).toMatchObject({ pid: holder });
+    await s.toolkit.close();
+    expect(alive(holder)).toBe(false);
+  });
+
+  test("a load discarded because the file changed while it discovered: the holder it adopted goes on to the next load, its task completes there", async () => {
+    const s = await setup();
+    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "d", steps: 2 });
+    let openGate!: () => void;
+    const initGate = new Promise<void>((resolve) => (openGate = resolve));
+    const http = await startHttpFixture({ name: "late", toolNames: ["echo"], initGate });
+    closers.push(() => http.close());
+    const late = { late: { type: "http", url: http.url } };
+    await writeConfig(s.dir, config(late, "jobs, 1"));
+    const loading = s.toolkit.getTools();
+    await http.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
+    await writeConfig(s.dir, config(late, "jobs, 2"));
+    openGate();
+    const tools = await loading;
+    expect(s.logger.messages("info")).toContainEqual(expect.stringContaining("discarding that load"));
+    expect(alive(holder)).toBe(true);
+    await pollTwice(s);
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ pid: holder });
+    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
+    await s.toolkit.close();
+    expect(alive(holder)).toBe(false);
+  });
+
+  test("bound 2, two holders adopted: both kept, the discovery child goes; exactly the holders live after the reload", async () => {
+    const s = await setup(2);
+    const a = await submitWithPid(s, "bob", "th-a", { label: "a", mode: "held" });
+    const b = await submitWithPid(s, "cy", "th-b", { label: "b", mode: "held" });
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    const tools = await s.toolkit.getTools();
+    expect([alive(a.pid), alive(b.pid)]).toEqual([true, true]);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(a.taskId, "bob"))?.status).toBe("working");
+    expect((await s.runtime.service.getTask(b.taskId, "cy"))?.status).toBe("working");
+    // A third scope: the bound closes neither holder while an ordinary child can go.
+    const third = await pidOf(tools, "dan", "th-c");
+    expect(await waitUntil(() => [a.pid, b.pid, third].filter(alive).length === 2)).toBe(true);
+    expect([alive(a.pid), alive(b.pid)]).toEqual([true, true]);
+    expect(s.logger.messages("warn")).toEqual([]);
+    await s.toolkit.close();
+    expect([a.pid, b.pid, third].filter(alive)).toEqual([]);
+  });
+
+  test("a task failed for good by a protocol error (a status answer naming another task) no longer holds its child: a reload closes it", async () => {
+    const s = await setup();
+    const { pid: child, taskId } = await submitWithPid(s, "bob", "th-a", { label: "m", mode: "mismatch" });
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("failed");
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    await s.toolkit.getTools();
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
+  test("the adopted child's echo of its env secret is scrubbed from its result and from its stderr lines", async () => {
+    const s = await setup();
+    const { pid: holder } = await submitWithPid(s, "bob", "th-a", { label: "s", mode: "held" });
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    const tools = await s.toolkit.getTools();
+    const [pid, leaked] = await agentTurn(tools, "bob", "th-a", [pidCall("pid-s"), ScriptedChatModel.toolCall("local_leak", { env: ["LEAK_ME"] }, "leak-1")]);
+    expect(Number(pid!.content)).toBe(holder);
+    expect(leaked!.status).toBe("success");
+    const seen = JSON.stringify({ content: leaked!.content, artifact: leaked!.artifact ?? null });
+    expect(seen).toContain("[redacted]");
+    expect(seen).not.toContain(SECRET);
+    expect(seen).not.toContain(Buffer.from(SECRET).toString("base64"));
+    // The child's stderr line of the echo reaches the log through the redactor of the pool that owns it now.
+    expect(await waitUntil(() => s.logger.lines.some((l) => l.message.includes("leak: rejected")))).toBe(true);
+    for (const level of ["debug", "info", "warn", "error"] as const) expect(s.logger.messages(level).join("\n")).not.toContain(SECRET);
+  });
+
+  test("close() while the load that adopted the holder still discovers: the holder is closed with that load's pool, before close() resolves", async () => {
+    const s = await setup();
+    const { pid: holder } = await submitWithPid(s, "bob", "th-a", { label: "z", mode: "held" });
+    let openGate!: () => void;
+    const initGate = new Promise<void>((resolve) => (openGate = resolve));
+    const http = await startHttpFixture({ name: "late", toolNames: ["echo"], initGate });
+    closers.push(() => http.close());
+    await writeConfig(s.dir, config({ late: { type: "http", url: http.url } }, "jobs, 1"));
+    const loading = s.toolkit.getTools();
+    await http.waitForRequest((r) => r.rpcMethods?.includes("initialize") === true);
+    const closing = s.toolkit.close();
+    openGate();
+    await closing;
+    await expect(loading).rejects.toThrow();
+    expect(alive(holder)).toBe(false);
+  });
+
+  test("bound 1: a child whose task failed for good by a protocol error is an ordinary idle one again and goes before a new scope's", async () => {
+    const s = await setup(1);
+    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "m", mode: "malformed" });
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("failed");
+    const second = await pidOf(s.tools, "bob", "th-b");
+    // The bound closed the idle child of the first scope as the second came up: that scope's next call starts a new one.
+    expect(await pidOf(s.tools, "bob", "th-b")).toBe(second);
+    expect(await waitUntil(() => !alive(first))).toBe(true);
+  });
+});
