@@ -11,6 +11,7 @@
 import { describe, expect, test } from "@jest/globals";
 import { libModule, workerRunner } from "../fixtures/worker";
 import { encodingsOf, generatedSecrets, generator, PLACES, pythonFormsOf } from "../fixtures/generated-secrets";
+import { Redactor, REDACTED } from "../../lib/shared";
 
 const inWorker = workerRunner();
 
@@ -100,5 +101,24 @@ describe("Redactor: compact patterns find what the reference patterns find", () 
     )) as unknown[];
     expect(secrets.length).toBeGreaterThan(280);
     expect(differences).toEqual([]);
+  });
+
+  // The check before a pattern is searched counts backslashes, `%` and `&`: a secret with a form that holds none of them
+  // for one of its characters (a quote as shlex quotes it, a line break as CRLF, a space as `+`) is searched whatever
+  // the text holds. Each secret new to the process (its pattern not yet past the searches that are checked), each text
+  // free of backslashes, `%` and `&`, the characters around the marker-free form in a block of the secret's.
+  test("a form holding no backslash, % or & is found in a text holding none", () => {
+    const [shlex] = pythonFormsOf(["ab'cdefgh1"]).map((forms) => forms.shlex);
+    const cases: Array<[string, string]> = [
+      ["ab'cdefgh1", shlex],
+      ["ab\ncdefgh2", "ab\r\ncdefgh2"],
+      ["ab cdefgh3", new URLSearchParams({ v: "ab cdefgh3" }).toString().slice(2)],
+    ];
+    for (const [secret, echoed] of cases) {
+      expect(echoed).not.toMatch(/[\\%&]/);
+      const text = `seen: ${echoed}.`;
+      expect(Redactor.of([secret]).spans(text)).toEqual(Redactor.reference([secret]).spans(text));
+      expect(Redactor.of([secret]).text(text)).toBe(`seen: ${secret.includes("'") ? `'${REDACTED}'` : REDACTED}.`);
+    }
   });
 });

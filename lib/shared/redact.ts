@@ -474,7 +474,7 @@ function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
     const chars = charsPattern(secret, style);
     const alternatives = longestFirst([chars, ...encodedSource]);
     const otherwise = alternatives.filter((source) => source !== chars);
-    const blocks = gated && !encodedSource.includes(chars) ? literalBlocks(secret) : [];
+    const blocks = gated ? literalBlocks(secret) : [];
     formsSources.push({ source: alternatives.join("|"), blocks, otherwise: otherwise.length === 0 ? null : otherwise.join("|") });
   } else {
     for (const piece of pieces) formsSources.push({ source: charsPattern(piece, style), blocks: gated ? literalBlocks(piece) : [], otherwise: null });
