@@ -192,7 +192,7 @@ async function writeNew(path: string, internal: string): Promise<void> {
   }
 }
 
-/** Makes the folder `handle` holds 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds). */
+/** Makes the held folder 0700, unless another user owns it (a mode of ours would leave it theirs; as root the chmod succeeds). */
 async function makePrivate(dir: HeldDir): Promise<string | null> {
   const uid = process.geteuid?.();
   if (uid !== undefined && (await dir.handle.stat()).uid !== uid) return "owned by another user";

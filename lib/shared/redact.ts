@@ -364,6 +364,11 @@ interface SecretMatcher {
 
 /** Whether a text may hold an encoded form: a JSON escape, percent-encoding or an HTML reference. */
 const MAY_BE_ENCODED = /[\\%&]/;
+/**
+ * Characters with a form that holds no backslash, `%` or `&` (`+` for a space, CRLF for a line break, sh's `'"'"'` for
+ * a quote): a secret holding one has neither the plain-text fast path nor the pre-check of `FormsPattern`.
+ */
+const UNMARKED_FORMS = /[ \r\n']/;
 
 /**
  * One of a secret's `forms` patterns, with what tells, before it is compiled, that its characters' part cannot match a
@@ -468,7 +473,8 @@ function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
   const encodedSource = longestFirst([...runs, ...hex.flatMap(digitPieces).map(hexDigitsPattern)]);
   // Checked before compiling the characters' part (see `FormsPattern`): in the compact style, for a secret each of whose
   // characters' forms but the character itself holds a backslash, `%` or `&`.
-  const gated = style === "compact" && !/[ \r\n']/.test(secret);
+  const unmarked = UNMARKED_FORMS.test(secret);
+  const gated = style === "compact" && !unmarked;
   const formsSources: Array<{ source: string; blocks: readonly string[]; otherwise: string | null }> = [];
   if (pieces.length === 1) {
     const chars = charsPattern(secret, style);
@@ -482,7 +488,7 @@ function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
   }
   const runsSource = runs.join("|");
   const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
-  const plainSource = /[ \r\n']/.test(secret) ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
+  const plainSource = unmarked ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
   const matcher: SecretMatcher = {
     secret,
     size: formsSources.reduce((sum, form) => sum + form.source.length + (form.otherwise?.length ?? 0), 0) + runsSource.length + (plainSource?.length ?? 0),
