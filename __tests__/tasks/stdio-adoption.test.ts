@@ -16,11 +16,10 @@ import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { threadPaths } from "../../lib/sessions/workspace";
-import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
 import { runningCall, toolNodeGraph } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const RunContext = z.object({ user_id: z.string() });
 const SECRET = "adopt-secret-7f3c9e21d4";
 process.env.ADOPT_TEST_SECRET = SECRET;
@@ -56,7 +55,7 @@ function config(extra: Record<string, unknown> = {}, description = "jobs") {
         ...launch,
         env: { ...launch.env, LEAK_ME: "$ADOPT_TEST_SECRET" },
         tool_call_timeout: null,
-        task_toolsets: [{ name: "compile", ...TOOLSET }],
+        task_toolsets: [{ name: "compile", ...JOB_TOOLSET }],
       },
       ...extra,
     },
@@ -102,6 +101,17 @@ async function pollTwice(s: Setup): Promise<void> {
   await s.runtime.runOnce(s.clock.advance(5));
 }
 
+/** bob's task on th-a completes in the holder's process, the scope's next call runs there too, and close() ends it. */
+async function expectCompletedInHolder(s: Setup, tools: DynamicStructuredTool[], taskId: string, holder: number): Promise<void> {
+  await pollTwice(s);
+  const row = await s.runtime.service.getTask(taskId, "bob");
+  expect([row?.status, row?.error]).toEqual(["completed", null]);
+  expect(row?.result).toMatchObject({ pid: holder });
+  expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
+  await s.toolkit.close();
+  expect(alive(holder)).toBe(false);
+}
+
 describe("adoption of a task holder across reloads", () => {
   test("a call in flight on the holder during the reload ends well; the holder serves on, keeps its task and closes with close()", async () => {
     const s = await setup();
@@ -115,13 +125,7 @@ describe("adoption of a task holder across reloads", () => {
     await writeFile(gate, "");
     expect((await done).status).toBe("success");
     expect(alive(holder)).toBe(true);
-    await pollTwice(s);
-    const row = await s.runtime.service.getTask(taskId, "bob");
-    expect([row?.status, row?.error]).toEqual(["completed", null]);
-    expect(row?.result).toMatchObject({ pid: holder });
-    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
-    await s.toolkit.close();
-    expect(alive(holder)).toBe(false);
+    await expectCompletedInHolder(s, tools, taskId, holder);
     expect(s.logger.messages("warn")).toEqual([]);
   });
 
@@ -133,13 +137,7 @@ describe("adoption of a task holder across reloads", () => {
     expect(alive(holder)).toBe(true);
     await writeConfig(s.dir, config({}, "jobs, fixed"));
     const tools = await s.toolkit.getTools();
-    await pollTwice(s);
-    const row = await s.runtime.service.getTask(taskId, "bob");
-    expect([row?.status, row?.error]).toEqual(["completed", null]);
-    expect(row?.result).toMatchObject({ pid: holder });
-    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
-    await s.toolkit.close();
-    expect(alive(holder)).toBe(false);
+    await expectCompletedInHolder(s, tools, taskId, holder);
   });
 
   test("reset() twice and a reload: the holder is adopted once, completes, and no child is left after close()", async () => {
@@ -171,13 +169,7 @@ describe("adoption of a task holder across reloads", () => {
     const tools = await loading;
     expect(s.logger.messages("info")).toContainEqual(expect.stringContaining("discarding that load"));
     expect(alive(holder)).toBe(true);
-    await pollTwice(s);
-    const row = await s.runtime.service.getTask(taskId, "bob");
-    expect([row?.status, row?.error]).toEqual(["completed", null]);
-    expect(row?.result).toMatchObject({ pid: holder });
-    expect(await pidOf(tools, "bob", "th-a")).toBe(holder);
-    await s.toolkit.close();
-    expect(alive(holder)).toBe(false);
+    await expectCompletedInHolder(s, tools, taskId, holder);
   });
 
   test("bound 2, two holders adopted: both kept, the discovery child goes; exactly the holders live after the reload", async () => {

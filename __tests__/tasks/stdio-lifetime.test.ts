@@ -13,11 +13,10 @@ import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import { alive, waitUntil } from "../fixtures/processes";
 import { storedRows } from "../fixtures/task-rows";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
@@ -49,7 +48,7 @@ function config(extra: Record<string, unknown> = {}, description = "jobs") {
         type: "stdio",
         description,
         ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }),
-        task_toolsets: [{ name: "compile", ...TOOLSET }],
+        task_toolsets: [{ name: "compile", ...JOB_TOOLSET }],
       },
       ...extra,
     },
@@ -150,7 +149,7 @@ describe("a stdio task polled on its child", () => {
     const board = new TaskBoard();
     const http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
     try {
-      const s = await setup(undefined, { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] } });
+      const s = await setup(undefined, { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } });
       const { pid, taskId } = await submitWithPid(s, "bob", "th-a", { label: "s", steps: 3 });
       const [onHttp] = await agentTurn(s, "bob", "th-a", [ScriptedChatModel.toolCall("jobs_start_job", { label: "h", steps: 2 }, "h-1")]);
       const httpTask = (JSON.parse(String(onHttp!.content)) as SubmittedTask).task_id;
@@ -162,8 +161,8 @@ describe("a stdio task polled on its child", () => {
 
       const rows = await storedRows(s.dbPath);
       const driverData = (id: string) => JSON.parse(String(rows.find((r) => r.id === id)!.driver_data)) as Record<string, unknown>;
-      expect(driverData(taskId)).toEqual(TOOLSET);
-      expect(driverData(httpTask)).toEqual(TOOLSET);
+      expect(driverData(taskId)).toEqual(JOB_TOOLSET);
+      expect(driverData(httpTask)).toEqual(JOB_TOOLSET);
     } finally {
       await http.close();
     }

@@ -12,11 +12,10 @@ import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
 import { alive, waitUntil } from "../fixtures/processes";
 import { REISSUED_REMOTE_TASK_ERROR } from "../../lib/tasks/store";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
@@ -40,7 +39,7 @@ async function setup(): Promise<Setup> {
   const configPath = await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 5 },
     mcpServers: {
-      local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }), task_toolsets: [{ name: "compile", ...TOOLSET }] },
+      local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }), task_toolsets: [{ name: "compile", ...JOB_TOOLSET }] },
     },
   });
   const clock = new ManualClock();
