@@ -306,8 +306,13 @@ function lacksBase64Run(secret: string): boolean {
 const ESCAPE_SEQUENCE = /\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|["\\/bfnrt])/g;
 const ESCAPED_CHARS: Readonly<Record<string, string>> = { b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" };
 
-/** Decoded forms shorter than this are not added (a single letter would be blanked everywhere). */
+/** Decoded forms shorter than this are not added (a single letter would be blanked everywhere)... */
 const MIN_UNESCAPED_CHARS = 4;
+/**
+ * ...unless they hold a character that JSON (a checkpoint, a chat API's request) or a log line's `escapeControls` writes
+ * as an escape again: `a<TAB>b` is shown as `a\tb`, the secret as written.
+ */
+const ESCAPED_AGAIN = /[\u0000-\u001f\u007f-\u009f"'\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * The values holding backslash escapes (`tok\tA1`, `a\x1bb`, `\u00e9`) as a server that decodes them would echo them
@@ -322,7 +327,8 @@ function unescapedForms(values: readonly string[]): string[] {
       if (kind === "u" || kind === "x") return String.fromCharCode(parseInt(sequence.slice(2), 16));
       return ESCAPED_CHARS[kind] ?? kind;
     });
-    return plain === value || plain.trim().length < MIN_UNESCAPED_CHARS ? [] : [plain];
+    const kept = plain.trim();
+    return plain !== value && (kept.length >= MIN_UNESCAPED_CHARS || (kept !== "" && ESCAPED_AGAIN.test(plain))) ? [plain] : [];
   });
 }
 
