@@ -35,7 +35,8 @@ import { discoverAll, type DiscoveryTarget } from "./discovery";
 import type { McpCallOutcome, McpToolInterceptor } from "../shared/interceptor";
 import type { McpToolRecord } from "./metadata";
 import { assignVisibleNames } from "./names";
-import { resolveDataDir, SessionPool, sessionScope, type McpSession } from "../sessions";
+import { resolveDataDir, SessionPool, sessionScope, type McpSession, type SessionScope } from "../sessions";
+import { onTemporaryThread } from "../shared/identity";
 import { realFolderPath } from "../shared/data-dir";
 import { resolveToolRouting } from "./routing";
 import { createHarnessTool, type HarnessToolSpec } from "./tool";
@@ -165,7 +166,11 @@ export interface McpDirectToolCall {
    * are translated everywhere else, these are left as the server sent them.
    */
   protocolFields?: readonly string[];
-  /** The stdio session to use (a durable task's user and thread); default: the runtime's scope. */
+  /**
+   * The stdio session to use (a durable task's user and thread); default: the runtime's scope. With `runtime` the call
+   * is that run's (a stateless run's child stays temporary); without, it runs outside any run (a status or cancel
+   * call) and leaves a stateless run's child as temporary as it was.
+   */
   scope?: { userId: string; threadId: string };
   /** More values to scrub from the answer: secrets an earlier call sent that this one does not carry (a task's submit). */
   rememberedSecrets?: readonly string[];
@@ -264,6 +269,16 @@ function taskUserCredentials(server: McpServerConfig, userId: string | undefined
   if (!auth || userId === undefined || !Object.hasOwn(auth.users, userId)) return [];
   const value = auth.users[userId];
   return typeof value === "string" && value !== "" ? headerSecrets({ [auth.header]: value }) : [];
+}
+
+/**
+ * The stdio session of a direct call naming its scope (a durable task's): a submit, made by a run, is that run's (a
+ * stateless run's is temporary); a call outside any run (a status or cancel call) leaves the child as the runs that
+ * used it made it.
+ */
+function directCallScope(scope: { userId: string; threadId: string }, runtime: ToolRuntime | undefined): SessionScope {
+  if (runtime !== undefined) return sessionScope(scope.userId, scope.threadId, onTemporaryThread(runtime));
+  return { ...sessionScope(scope.userId, scope.threadId), background: true };
 }
 
 /** How discovery reaches one server, for the toolkit and for `mcp-harness check` alike. */
@@ -644,7 +659,7 @@ export class McpToolkit {
       {
         pool: generation.pool,
         server: entry.config,
-        ...(call.scope ? { scope: sessionScope(call.scope.userId, call.scope.threadId) } : {}),
+        ...(call.scope ? { scope: directCallScope(call.scope, call.runtime) } : {}),
         ...(call.onSession ? { onSession: call.onSession } : {}),
         successor: () => this.successor(call.server, entry.config),
         outputs: generation.outputs.get(call.server),

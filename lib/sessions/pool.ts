@@ -45,6 +45,14 @@ export interface McpSession {
    */
   holdTask?(remoteId: string, pending: boolean): void;
   /**
+   * stdio: a call that may leave the child holding a durable task (a task's submit) is about to be sent on it. Until
+   * the function returned is called (once the answer's task is held through `holdTask`, or there is none), the child
+   * is kept as one holding a pending task is: a reload keeps it for the next generation, the bound closes it last, the
+   * idle count of a temporary thread's child does not close it. Its lease alone would not: the call is over (the child
+   * idle) before the caller reads the answer.
+   */
+  holdSubmit?(): () => void;
+  /**
    * stdio: a random id of this child process, never reused: a server may number its jobs per process, so a job id
    * names one job only together with the process that issued it.
    */
@@ -136,6 +144,8 @@ interface Entry {
   readonly tag?: string;
   /** stdio: remote ids of the pending durable tasks the child holds (see `McpSession.holdTask`). */
   tasks?: Set<string>;
+  /** stdio: submits whose task is not held yet, nor known to be none (see `McpSession.holdSubmit`). */
+  submits?: number;
   /** Set once the session's leftover processes are being ended (after its child is gone). */
   leftoversEnded?: Promise<void>;
   /** stdio: the session's processes as found just before it was closed, while its child still ran. */
@@ -177,7 +187,8 @@ export interface SessionPoolOptions {
    * A stdio session of a temporary thread (`SessionScope.temporary`: a stateless run's, which the server deleted once
    * the run ended) nobody used for this long is closed (default 300 s; `null`: only the bound, a reload or `close()`
    * end it). Never while a call of its thread runs (on any child), nor while the child holds a pending durable task
-   * (see `holdTask`), nor once a run that is not temporary used it.
+   * (see `holdTask`) or a submit's (`holdSubmit`), nor once a run that is not temporary used it (a task's status or
+   * cancel call is no run: see `SessionScope.background`).
    */
   temporaryStdioIdleMs?: number | null;
   /** How long closing an HTTP session waits for the server to answer its DELETE (default 2 s). */
@@ -335,10 +346,13 @@ export class SessionPool {
     return this.lease(entry, entry.session);
   }
 
-  /** A call acquires `entry`: it is the newest, and no longer temporary once a run that is not uses it. */
+  /**
+   * A call acquires `entry`: it is the newest, and no longer temporary once a run that is not uses it (a call outside
+   * any run, a durable task's poll, is no such run).
+   */
   private markUsed(entry: Entry, scope: SessionScope | undefined): void {
     this.markNewest(entry);
-    if (entry.temporary && !scope?.temporary) {
+    if (entry.temporary && !scope?.temporary && !scope?.background) {
       entry.temporary = false;
       if (entry.workspace) entry.workspace.keptThreadRun = true;
       clearTimeout(entry.idleTimer);
@@ -411,7 +425,7 @@ export class SessionPool {
     const idleMs = this.temporaryIdleMs;
     if (idleMs === null || !entry.session || entry.closing || this.entries.get(entry.key) !== entry) return;
     this.armIdleTimer(entry, idleMs, (timer) => {
-      if (entry.inFlight > 0 || !entry.temporary || (entry.tasks?.size ?? 0) > 0 || this.entries.get(entry.key) !== entry) return;
+      if (entry.inFlight > 0 || !entry.temporary || holds(entry) || this.entries.get(entry.key) !== entry) return;
       // A call of its thread running on another child (another server's: a long one of the same run) tells the run
       // is still going and may come back to this one: the count starts again.
       if ((entry.workspace?.calls ?? 0) > 0) {
@@ -445,10 +459,12 @@ export class SessionPool {
         if (connected <= this.maxStdioSessions) return;
         if (entry.closesWhenIdle || !entry.session || evictionRank(entry) > rank) continue;
         const tasks = entry.tasks?.size ?? 0;
-        if (tasks > 0) {
+        const submits = entry.submits ?? 0;
+        if (tasks > 0 || submits > 0) {
+          const under = submits > 0 ? ` and any of the ${submits} submit(s) under way on it` : "";
           this.logger.warn(
             `closing the least recently used stdio MCP session of server '${entry.serverName}' (bound ${this.maxStdioSessions}, ` +
-              `every other session is busy or holds durable tasks too): ${tasks} pending durable task(s) it accepted will be ` +
+              `every other session is busy or holds durable tasks too): ${tasks} pending durable task(s) it accepted${under} will be ` +
               "polled in a new process, which may not know them; " +
               "raise maxStdioSessions to keep them",
           );
@@ -749,7 +765,11 @@ export class SessionPool {
       ...(paths ? { paths, scanner: new WorkspaceScanner(paths.workspace) } : {}),
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
       ...(entry.tag !== undefined
-        ? { holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending), incarnation: randomUUID() }
+        ? {
+            holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending),
+            holdSubmit: () => entry.owner.holdSubmit(entry),
+            incarnation: randomUUID(),
+          }
         : {}),
       rememberSecrets: (values) => {
         const owner = entry.owner;
@@ -818,10 +838,7 @@ export class SessionPool {
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
     if (!pending) {
-      if (!entry.tasks?.delete(remoteId) || entry.tasks.size > 0) return;
-      // Kept past its pool's retirement only for its tasks (see `retire`): it goes now that none is left.
-      if (this.retired && !entry.closing) this.drain(entry);
-      else if (entry.temporary && entry.inFlight === 0) this.idleTemporary(entry);
+      if (entry.tasks?.delete(remoteId)) this.heldNoMore(entry);
       return;
     }
     const tasks = (entry.tasks ??= new Set());
@@ -834,6 +851,26 @@ export class SessionPool {
           `(the session bound, ${this.maxStdioSessions}, or a reload): it will be polled in a new process, which may not know it`,
       );
     }
+  }
+
+  /** See `McpSession.holdSubmit`: the returned function ends this submit's hold (once, however often called). */
+  private holdSubmit(entry: Entry): () => void {
+    entry.submits = (entry.submits ?? 0) + 1;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      entry.submits! -= 1;
+      entry.owner.heldNoMore(entry);
+    };
+  }
+
+  /** `entry` let go of a task or a submit: what holding them postponed happens once it holds none. */
+  private heldNoMore(entry: Entry): void {
+    if (holds(entry)) return;
+    // Kept past its pool's retirement only for its tasks (see `retire`): it goes now that none is left.
+    if (this.retired && !entry.closing) this.drain(entry);
+    else if (entry.temporary && entry.inFlight === 0) this.idleTemporary(entry);
   }
 
   /**
@@ -1004,19 +1041,24 @@ export class SessionPool {
 
 /**
  * Eviction order among the LRU candidates: 0 idle of a temporary thread, 1 idle, 2 busy, 3 idle holding pending
- * durable tasks, 4 busy holding them.
+ * durable tasks (or a submit's, see `McpSession.holdSubmit`), 4 busy holding them.
  */
 function evictionRank(entry: Entry): number {
-  if ((entry.tasks?.size ?? 0) > 0) return entry.inFlight > 0 ? 4 : 3;
+  if (holds(entry)) return entry.inFlight > 0 ? 4 : 3;
   if (entry.inFlight > 0) return 2;
   return entry.temporary ? 0 : 1;
 }
 
 const LAST_EVICTION_RANK = 4;
 
-/** A connected stdio session still open that holds pending durable tasks. */
+/** Whether `entry` holds pending durable tasks, or submits that may leave it holding one. */
+function holds(entry: Entry): boolean {
+  return (entry.tasks?.size ?? 0) > 0 || (entry.submits ?? 0) > 0;
+}
+
+/** A connected stdio session still open that holds pending durable tasks (or a submit's, see `holds`). */
 function holdsTasks(entry: Entry): boolean {
-  return !entry.closesWhenIdle && entry.session !== undefined && !entry.closing && (entry.tasks?.size ?? 0) > 0;
+  return !entry.closesWhenIdle && entry.session !== undefined && !entry.closing && holds(entry);
 }
 
 const fingerprints = new WeakMap<Readonly<Record<string, string>>, string>();

@@ -14,6 +14,11 @@ export interface SessionScope {
    * `onTemporaryThread`). Not part of the key.
    */
   readonly temporary?: boolean;
+  /**
+   * The call runs outside any run (a durable task's status or cancel call, made by the task worker): it leaves the
+   * child of a temporary thread temporary. A child it starts is an ordinary one. Not part of the key.
+   */
+  readonly background?: boolean;
 }
 
 export const DEFAULT_SCOPE_ID = "default";

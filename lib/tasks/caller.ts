@@ -10,6 +10,7 @@ import { isCommand } from "@langchain/langgraph";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
 import type { McpSession } from "../sessions";
+import type { McpCallOutcome } from "../shared/interceptor";
 import { scrubOther } from "../mcp/scrub-outcome";
 import { Redactor } from "../shared/redact";
 import { cutCodePoints } from "./payload";
@@ -25,6 +26,11 @@ export interface TaskToolCall {
   /** The agent run's ToolRuntime (a submit): every credential layer. Absent: server-level credentials only. */
   runtime?: unknown;
   signal?: AbortSignal;
+  /**
+   * A submit: the stdio child it is sent on is held from before it is sent (see `McpSession.holdSubmit`) until the
+   * answer's `endSubmitHold`, or until the call fails, so no reload or bound closes it before its task is held.
+   */
+  submit?: boolean;
 }
 
 /**
@@ -46,6 +52,8 @@ export interface TaskToolAnswer {
   holdTask?(remoteId: string, pending: boolean): void;
   /** stdio: the child process that answered (see `McpSession.incarnation`). */
   readonly incarnation?: string;
+  /** A submit (`TaskToolCall.submit`): ends its hold of the child, once its task is held through `holdTask` or is none. */
+  endSubmitHold?(): void;
 }
 
 /**
@@ -81,27 +89,48 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
       let secrets: readonly string[] = [];
       let session: McpSession | undefined;
-      const outcome = await toolkit.callTool({
-        server: call.serverName,
-        tool: call.toolName,
-        args: call.arguments,
-        runtime,
-        requestScopedHeaders: runtime !== undefined,
-        scope: { userId: call.userId, threadId: call.threadId },
-        signal: call.signal,
-        onUnscrubbed: (values) => (secrets = values),
-        protocolFields: TASK_PROTOCOL_FIELDS,
-        onSession: (used) => (session = used),
-        ...(runtime !== undefined
-          ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
-          : { rememberedSecrets: memory.recall(key) }),
-      });
+      // A submit's holds of the children it was sent on (an interceptor may send it more than once).
+      const holds: (() => void)[] = [];
+      let holdsEnded = false;
+      const endSubmitHold = (): void => {
+        holdsEnded = true;
+        for (const end of holds.splice(0)) end();
+      };
+      let outcome: McpCallOutcome;
+      try {
+        outcome = await toolkit.callTool({
+          server: call.serverName,
+          tool: call.toolName,
+          args: call.arguments,
+          runtime,
+          requestScopedHeaders: runtime !== undefined,
+          scope: { userId: call.userId, threadId: call.threadId },
+          signal: call.signal,
+          onUnscrubbed: (values) => (secrets = values),
+          protocolFields: TASK_PROTOCOL_FIELDS,
+          onSession: (used) => {
+            session = used;
+            // Told after the call ended (an attempt an interceptor left running): the caller has let go already.
+            if (call.submit && !holdsEnded && used.holdSubmit) holds.push(used.holdSubmit());
+          },
+          ...(runtime !== undefined
+            ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
+            : { rememberedSecrets: memory.recall(key) }),
+        });
+      } catch (err) {
+        endSubmitHold();
+        throw err;
+      }
       const known = Redactor.of(secrets);
       if (ToolMessage.isInstance(outcome)) {
+        endSubmitHold();
         const text = typeof outcome.content === "string" ? outcome.content : "";
         throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(known.text(text), 500));
       }
-      if (isCommand(outcome)) throw new TaskCallShortCircuitError(call.toolName, "");
+      if (isCommand(outcome)) {
+        endSubmitHold();
+        throw new TaskCallShortCircuitError(call.toolName, "");
+      }
       const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
       return {
         result: outcome,
@@ -111,6 +140,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         holdsSecret: (text) => long.text(text) !== text,
         ...(session?.holdTask ? { holdTask: session.holdTask } : {}),
         ...(session?.incarnation !== undefined ? { incarnation: session.incarnation } : {}),
+        ...(call.submit ? { endSubmitHold } : {}),
       };
     },
   };

@@ -119,16 +119,22 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
       threadId: request.threadId,
       runtime: options.runtime,
       signal: options.signal,
+      submit: true,
     });
-    const payload = parsePayload(submitPayload, answer, toolName);
-    answer.holdTask?.(payload.task_id, true);
-    return {
-      remoteTaskId: payload.task_id,
-      snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
-      driverData: { ...request.driverData },
-      remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
-      ...(answer.incarnation !== undefined ? { remoteScope: answer.incarnation } : {}),
-    };
+    try {
+      const payload = parsePayload(submitPayload, answer, toolName);
+      answer.holdTask?.(payload.task_id, true);
+      return {
+        remoteTaskId: payload.task_id,
+        snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
+        driverData: { ...request.driverData },
+        remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
+        ...(answer.incarnation !== undefined ? { remoteScope: answer.incarnation } : {}),
+      };
+    } finally {
+      // The child was held since before the submit was sent: its task is held now, or there is none.
+      answer.endSubmitHold?.();
+    }
   }
 
   async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
