@@ -5,7 +5,7 @@
  * never while it holds a pending durable task. The idle time passes on jest's fake clock (only this process's timers;
  * the children run in real time), switched back to the real one before waiting for a process to end.
  */
-import { afterEach, describe, expect, jest, test } from "@jest/globals";
+import { afterEach, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync } from "node:fs";
 import { chown, mkdir, readdir, writeFile } from "node:fs/promises";
@@ -14,17 +14,27 @@ import * as path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit, type McpToolkitOptions } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
+import { endOrphanedSessionsOnce } from "../../lib/sessions/session-processes";
 import { workspaceSessionCount } from "../../lib/sessions/workspace-secrets";
 import { sessionScope } from "../../lib/sessions/scope";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { callThroughGraph, runningCall, toolNodeGraph, type ToolNodeGraph } from "../fixtures/graph";
 import { makeTempDir, writeConfig } from "../fixtures/config";
-import { alive, waitUntil } from "../fixtures/processes";
+import { alive, orphanOfGoneHost, waitUntil } from "../fixtures/processes";
 import { stdioFixture } from "../fixtures/stdio";
 
 const FAKE: Parameters<typeof jest.useFakeTimers>[0] = { doNotFake: ["nextTick", "queueMicrotask", "setImmediate", "Date", "hrtime", "performance"] };
 const SECOND = 1000;
+
+// The first stdio start of this process waits for the sweep of the processes a killed host left, which polls them with
+// `setTimeout` until they are gone: a faked one would never fire. It runs here, on the real clock, and has one to end (as
+// another test file's killed host, or one on the same machine, may leave).
+beforeAll(async () => {
+  const orphan = orphanOfGoneHost();
+  await endOrphanedSessionsOnce(new RecordingLogger());
+  expect(await orphan.exit).toEqual([null, "SIGTERM"]);
+});
 
 const toolkits: McpToolkit[] = [];
 const pools: SessionPool[] = [];

@@ -3,28 +3,44 @@
  * thread) gets the pool's clock as its time, so that the sweep of another host sharing the data dir, which cannot see
  * this host's children in its /proc, keeps it (see thread-sweep.test.ts for that host). One timer per pool, only the top
  * level of the folder, and a session's close still removes its folder. The ticks pass on jest's fake clock (only this
- * process's timers; the children run in real time).
+ * process's intervals; its timeouts and the children run in real time).
  */
-import { afterEach, describe, expect, jest, test } from "@jest/globals";
+import { afterAll, afterEach, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import { existsSync, lstatSync } from "node:fs";
-import { lstat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { McpServerSchema, RecordingLogger } from "../../lib";
 import { SessionPool } from "../../lib/sessions/pool";
 import { sessionScope } from "../../lib/sessions/scope";
-import { THREAD_HEARTBEAT_MS } from "../../lib/sessions/thread-heartbeat";
+import { THREAD_HEARTBEAT_MS, ThreadHeartbeat } from "../../lib/sessions/thread-heartbeat";
 import { SWEEP_MIN_AGE_MS } from "../../lib/sessions/thread-sweep";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { makeTempDir } from "../fixtures/config";
+import { orphanOfGoneHost } from "../fixtures/processes";
 import { stdioFixture } from "../fixtures/stdio";
 
-const FAKE: Parameters<typeof jest.useFakeTimers>[0] = { doNotFake: ["nextTick", "queueMicrotask", "setImmediate", "Date", "hrtime", "performance"] };
+/**
+ * Only the heartbeat's interval is faked. What a stdio start and close wait for in real time stays real: the sweep of a
+ * killed host's processes polls them with `setTimeout` until they are gone, and a faked one would never fire.
+ */
+const FAKE: Parameters<typeof jest.useFakeTimers>[0] = {
+  doNotFake: ["nextTick", "queueMicrotask", "setImmediate", "clearImmediate", "setTimeout", "clearTimeout", "Date", "hrtime", "performance"],
+};
+
+// A process a killed host left (another test file's, or one on the same machine): the first start here sweeps it.
+let orphan: ReturnType<typeof orphanOfGoneHost> | undefined;
+beforeAll(() => {
+  orphan = orphanOfGoneHost();
+});
+afterAll(() => {
+  orphan?.child.kill("SIGKILL");
+});
 
 const pools: SessionPool[] = [];
 afterEach(async () => {
   jest.useRealTimers();
+  jest.restoreAllMocks();
   await Promise.all(pools.splice(0).map((p) => p.close()));
 });
 
@@ -35,21 +51,6 @@ const times = (dir: string) => {
   const info = lstatSync(dir);
   return { ctimeMs: info.ctimeMs, mtimeMs: info.mtimeMs };
 };
-
-/**
- * Turns of the event loop (not faked) until `condition` holds, the touches being file system calls under way; then one
- * more call of the thread pool, whose answer comes after theirs (already done), so the beat has ended too.
- */
-async function settled(condition: () => boolean): Promise<boolean> {
-  for (let turn = 0; turn < 100_000; turn += 1) {
-    if (condition()) {
-      await lstat(tmpdir());
-      return true;
-    }
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  return condition();
-}
 
 describe("the heartbeat of a pool's live stdio sessions", () => {
   test("each live thread folder gets the pool's clock every beat, once per thread, from one timer; only its top level; and the close of its sessions still removes it", async () => {
@@ -63,17 +64,24 @@ describe("the heartbeat of a pool's live stdio sessions", () => {
     const acquire = (name: string, thread: string) => pool.acquire(name, server, { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", thread) });
     // Two servers' sessions of thread "a", one of "b".
     for (const lease of await Promise.all([acquire("local", "a"), acquire("other", "a"), acquire("local", "b")])) lease.release();
+    // The first start waited for the sweep, which ended the orphan (or another test file's sweep did).
+    expect(await orphan?.exit).toEqual([null, "SIGTERM"]);
     expect(jest.getTimerCount()).toBe(1);
     const a = threadFolder(dataDir, "a");
     const b = threadFolder(dataDir, "b");
     const below = [threadPaths(dataDir, "a").userData, threadPaths(dataDir, "a").workspace, path.dirname(threadPaths(dataDir, "a").tmp), threadPaths(dataDir, "a").tmp];
     const before = below.map(times);
 
+    // Each beat's touches are awaited through its own tick: what libuv's thread pool answers first is no sign that a
+    // beat has ended (its threads report in any order), and a next beat while one is still under way does nothing.
+    const ticks = jest.spyOn(ThreadHeartbeat.prototype, "tick");
     for (let beat = 0; beat < 2; beat += 1) {
       now += THREAD_HEARTBEAT_MS;
       const at = now;
       jest.advanceTimersByTime(THREAD_HEARTBEAT_MS);
-      expect(await settled(() => times(a).mtimeMs === at && times(b).mtimeMs === at)).toBe(true);
+      expect(ticks).toHaveBeenCalledTimes(beat + 1);
+      await ticks.mock.results[beat]?.value;
+      expect([times(a).mtimeMs, times(b).mtimeMs]).toEqual([at, at]);
     }
     // The workspace (whose listing a change scan keeps by its change time) and the temp folder (whose entries' own change
     // times tell a temporary thread's temp files) are not touched.
