@@ -195,6 +195,10 @@ describe("Redactor", () => {
     expect(Redactor.of(["k9\\r1"]).text("order of 12 words: k9 unit 1.")).toBe("order of 12 words: k9 unit 1.");
     expect(Redactor.of(["Pa55\\nord"]).text("Your Password works")).toBe("Your Password works");
     expect(Redactor.of(["\\u0041"]).text("A B C")).toBe("A B C");
+    // Short decoded forms are blanked only when JSON or a log line would write them as an escape again: no surface
+    // escapes an apostrophe, so `\u0027s` echoed decoded (`'s`) spells no credential, and `'s` stays in every answer.
+    expect(Redactor.of(["\\u0027s"]).text("the server's answer")).toBe("the server's answer");
+    expect(Redactor.of(["\\u0027s"]).text("sent \\u0027s")).toBe(`sent ${REDACTED}`);
   });
 
   test("longest first: a whole 'Bearer <token>' goes before its token alone", () => {

@@ -183,3 +183,43 @@ describe("a submit with no task lets go of its stdio child", () => {
     expect(await waitUntil(() => !alive(child))).toBe(true);
   });
 });
+
+describe("a submit whose task the service refuses after the child accepted it lets go of the child", () => {
+  test("a remote id too long to store whose untracked cancel fails: nothing polls the job, a reset closes the child", async () => {
+    const s = await setup();
+    const [pid, refused] = await agentTurn(s.tools, "bob", "th-a", [
+      pidCall("pid-1"),
+      submitCall({ label: "long", remote_id: `job-${"x".repeat(300)}`, cancel_failures: 1 }),
+    ]);
+    expect(refused!.status).toBe("error");
+    expect(String(refused!.content)).toMatch(/must not exceed 255 characters/);
+    expect(s.logger.messages("warn")).toEqual([expect.stringMatching(/^Failed to cancel untracked MCP task .*cancel backend busy/)]);
+    const child = Number(pid!.content);
+    await s.toolkit.reset();
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
+  test("a remote id another row already tracked to its end (an idempotent server): the job is that row's, a reset closes the child", async () => {
+    const s = await setup();
+    const [pid, first] = await agentTurn(s.tools, "bob", "th-a", [pidCall("pid-1"), submitCall({ label: "same", remote_id: "job-same" })]);
+    const taskId = (JSON.parse(String(first!.content)) as SubmittedTask).task_id;
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("completed");
+    const [again] = await agentTurn(s.tools, "bob", "th-a", [submitCall({ label: "same", remote_id: "job-same" })]);
+    expect([again!.status, String(again!.content)]).toEqual(["error", expect.stringMatching(/already tracked/)]);
+    const child = Number(pid!.content);
+    await s.toolkit.reset();
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
+  test("a remote id another pending row tracks: the child still holds that row's task, a reload keeps it and the task completes there", async () => {
+    const s = await setup();
+    const [pid, first] = await agentTurn(s.tools, "bob", "th-a", [pidCall("pid-1"), submitCall({ label: "h", steps: 2, remote_id: "job-same" })]);
+    const taskId = (JSON.parse(String(first!.content)) as SubmittedTask).task_id;
+    const [again] = await agentTurn(s.tools, "bob", "th-a", [submitCall({ label: "h", steps: 2, remote_id: "job-same" })]);
+    expect(again!.status).toBe("error");
+    await writeConfig(s.dir, config("jobs, edited"));
+    await s.toolkit.getTools();
+    await expectCompletedIn(s, taskId, Number(pid!.content));
+  });
+});

@@ -41,9 +41,9 @@ export interface McpSession {
   /**
    * stdio: notes that the child holds the durable task `remoteId` while it is `pending` (pollable), or no longer. The
    * LRU bound closes a child holding pending tasks only after every other one: a server keeping its jobs in the process
-   * does not know them in a new child.
+   * does not know them in a new child. Whether this call started holding it (pending, and not held already).
    */
-  holdTask?(remoteId: string, pending: boolean): void;
+  holdTask?(remoteId: string, pending: boolean): boolean;
   /**
    * stdio: a call that may leave the child holding a durable task (a task's submit) is about to be sent on it. Until
    * the function returned is called (once the answer's task is held through `holdTask`, or there is none), the child
@@ -836,13 +836,13 @@ export class SessionPool {
   }
 
   /** See `McpSession.holdTask`. */
-  private holdTask(entry: Entry, remoteId: string, pending: boolean): void {
+  private holdTask(entry: Entry, remoteId: string, pending: boolean): boolean {
     if (!pending) {
       if (entry.tasks?.delete(remoteId)) this.heldNoMore(entry);
-      return;
+      return false;
     }
     const tasks = (entry.tasks ??= new Set());
-    if (tasks.has(remoteId)) return;
+    if (tasks.has(remoteId)) return false;
     tasks.add(remoteId);
     // Taken by a child already chosen to close (by the bound before the task existed, or a reload): it cannot be kept.
     if (entry.closing) {
@@ -851,6 +851,7 @@ export class SessionPool {
           `(the session bound, ${this.maxStdioSessions}, or a reload): it will be polled in a new process, which may not know it`,
       );
     }
+    return true;
   }
 
   /** See `McpSession.holdSubmit`: the returned function ends this submit's hold (once, however often called). */

@@ -49,7 +49,7 @@ export interface TaskToolAnswer {
    */
   holdsSecret(text: string): boolean;
   /** stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`). */
-  holdTask?(remoteId: string, pending: boolean): void;
+  holdTask?(remoteId: string, pending: boolean): boolean;
   /** stdio: the child process that answered (see `McpSession.incarnation`). */
   readonly incarnation?: string;
   /** A submit (`TaskToolCall.submit`): ends its hold of the child, once its task is held through `holdTask` or is none. */

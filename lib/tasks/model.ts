@@ -216,6 +216,11 @@ export interface TaskSubmission {
   remoteIdHoldsSecret?: boolean;
   /** Where the remote id is unique when not per user and server: a stdio task's child process (see `TaskRecord.remote_scope`). */
   remoteScope?: string;
+  /**
+   * Called when no row tracks the task (it was refused, or another row already owns its id): what the driver keeps
+   * for a task nobody will poll is let go of (a stdio child's hold, see `McpSession.holdTask`).
+   */
+  untracked?(): void;
 }
 
 export interface DriverCallOptions {

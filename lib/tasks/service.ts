@@ -256,13 +256,18 @@ export class McpTaskService {
         ...(submission.remoteScope !== undefined ? { remoteScope: submission.remoteScope } : {}),
       });
     } catch (err) {
-      if (err instanceof DuplicateMcpRemoteTaskError) throw err;
-      if (!(await this.#cancelUntracked(driver, driverName, ref, submission.remoteIdHoldsSecret === true))) {
-        const marked = typeof err === "object" && err !== null ? err : new Error(String(err));
-        leftRunning.add(marked);
-        throw marked;
+      try {
+        const duplicate = err instanceof DuplicateMcpRemoteTaskError;
+        if (!duplicate && !(await this.#cancelUntracked(driver, driverName, ref, submission.remoteIdHoldsSecret === true))) {
+          const marked = typeof err === "object" && err !== null ? err : new Error(String(err));
+          leftRunning.add(marked);
+          throw marked;
+        }
+        throw err;
+      } finally {
+        // No row tracks it: nobody polls it, so nothing keeps a child for it (after the cancel, sent on that child).
+        submission.untracked?.();
       }
-      throw err;
     }
     if (caller?.aborted) {
       // The row committed, but the caller will never learn its id: cancel through the fence, so the row and

@@ -123,13 +123,15 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     });
     try {
       const payload = parsePayload(submitPayload, answer, toolName);
-      answer.holdTask?.(payload.task_id, true);
+      // Let go of only if this submit took it: a pending row owning the same id keeps it held.
+      const took = answer.holdTask?.(payload.task_id, true) === true;
       return {
         remoteTaskId: payload.task_id,
         snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
         driverData: { ...request.driverData },
         remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
         ...(answer.incarnation !== undefined ? { remoteScope: answer.incarnation } : {}),
+        ...(took ? { untracked: () => answer.holdTask?.(payload.task_id, false) } : {}),
       };
     } finally {
       // The child was held since before the submit was sent: its task is held now, or there is none.
