@@ -17,7 +17,7 @@ import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
 import { alive, waitUntil } from "../fixtures/processes";
-import { SubmitGate as Gate } from "../fixtures/submit-gate";
+import { ToolGate as Gate } from "../fixtures/tool-gate";
 
 const RunContext = z.object({ user_id: z.string() });
 

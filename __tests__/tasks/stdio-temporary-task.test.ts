@@ -15,13 +15,13 @@ import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRun
 import { threadPaths } from "../../lib/sessions/workspace";
 import { callThroughGraph, JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, toolNodeGraph, writeConfig, type ToolNodeGraph } from "../fixtures";
 import { alive, waitUntil } from "../fixtures/processes";
-import { SubmitGate } from "../fixtures/submit-gate";
+import { ToolGate } from "../fixtures/tool-gate";
 
 const FAKE: Parameters<typeof jest.useFakeTimers>[0] = { doNotFake: ["nextTick", "queueMicrotask", "setImmediate", "Date", "hrtime", "performance"] };
 const SECOND = 1000;
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
-const gates: SubmitGate[] = [];
+const gates: ToolGate[] = [];
 
 afterEach(async () => {
   jest.useRealTimers();
@@ -42,7 +42,7 @@ interface Kit {
   notifier: MemoryTaskNotifier;
   logger: RecordingLogger;
   stateless: ToolNodeGraph;
-  gate: SubmitGate;
+  gate: ToolGate;
   /** The pid of the child of `thread` (a stateless run's call). */
   pid(thread: string): Promise<number>;
 }
@@ -66,7 +66,7 @@ async function kit(): Promise<Kit> {
   const clock = new ManualClock();
   const notifier = new MemoryTaskNotifier();
   const logger = new RecordingLogger();
-  const gate = new SubmitGate();
+  const gate = new ToolGate();
   gates.push(gate);
   const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
   const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, temporaryStdioIdleSeconds: 60, interceptors: [gate.interceptor] });

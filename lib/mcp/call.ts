@@ -63,8 +63,8 @@ export interface CallTarget {
   successor?: () => Promise<{ pool: SessionPool; server: McpServerConfig; outputs?: OutputSchemas } | "unloadable" | undefined>;
   /** The output schemas the server's tools declared when listed, checked against each result. */
   outputs?: OutputSchemas;
-  /** Told the session the call is sent on, before it is sent. */
-  onSession?: (session: McpSession) => void;
+  /** Told the session the call is sent on, before it is sent; `false` keeps it from being sent there (the call fails). */
+  onSession?: (session: McpSession) => boolean | void;
 }
 
 export interface CallPathOptions {
@@ -346,7 +346,10 @@ function sendToServer(
         return sendToServer({ ...target, pool, server }, record, runtime, signal, secrets, workspace, deadline, protocolFields)(request);
       }
     }
-    target.onSession?.(lease.session);
+    if (target.onSession?.(lease.session) === false) {
+      lease.release();
+      throw new McpToolCallError(`the call to '${record.rawName}' was not sent: the caller refused its session`);
+    }
     const { paths, scanner } = lease.session;
     // The child's working folder: the thread workspace unless the config sets its own.
     const cwd = paths ? server.cwd || paths.workspace : undefined;

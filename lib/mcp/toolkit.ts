@@ -183,7 +183,7 @@ export interface McpDirectToolCall {
    */
   onUnscrubbed?: (secrets: readonly string[]) => void;
   /** Told the session the call is sent on (a durable task's calls tell its stdio child which tasks it holds). */
-  onSession?: (session: McpSession) => void;
+  onSession?: (session: McpSession) => boolean | void;
 }
 
 /** An enabled server of a generation and how its calls run: for agent calls and for server-level calls. */

@@ -41,9 +41,16 @@ export interface McpSession {
   /**
    * stdio: notes that the child holds the durable task `remoteId` while it is `pending` (pollable), or no longer. The
    * LRU bound closes a child holding pending tasks only after every other one: a server keeping its jobs in the process
-   * does not know them in a new child. Whether this call started holding it (pending, and not held already).
+   * does not know them in a new child. `issued`: the id is this child's answer to a submit sent on it (see `handedOut`).
+   * Whether this call started holding it (pending, and not held already).
    */
-  holdTask?(remoteId: string, pending: boolean): boolean;
+  holdTask?(remoteId: string, pending: boolean, issued?: boolean): boolean;
+  /**
+   * stdio: whether this child may have handed out `remoteId` itself: "task" while a pending task it answered a submit
+   * with holds that id, "submit" while a submit sent on it has not told yet which id it got (see `holdSubmit`). A
+   * server numbering its jobs per process answers about its own job of that id then, not another process's.
+   */
+  handedOut?(remoteId: string): "task" | "submit" | undefined;
   /**
    * stdio: a call that may leave the child holding a durable task (a task's submit) is about to be sent on it. Until
    * the function returned is called (once the answer's task is held through `holdTask`, or there is none), the child
@@ -146,6 +153,8 @@ interface Entry {
   tasks?: Set<string>;
   /** stdio: submits whose task is not held yet, nor known to be none (see `McpSession.holdSubmit`). */
   submits?: number;
+  /** stdio: the ids in `tasks` the child issued itself, answering a submit (see `McpSession.handedOut`). */
+  issued?: Set<string>;
   /** Set once the session's leftover processes are being ended (after its child is gone). */
   leftoversEnded?: Promise<void>;
   /** stdio: the session's processes as found just before it was closed, while its child still ran. */
@@ -766,7 +775,8 @@ export class SessionPool {
       ...(stdioPid(transport) !== undefined ? { pid: stdioPid(transport) } : {}),
       ...(entry.tag !== undefined
         ? {
-            holdTask: (remoteId: string, pending: boolean) => entry.owner.holdTask(entry, remoteId, pending),
+            holdTask: (remoteId: string, pending: boolean, issued?: boolean) => entry.owner.holdTask(entry, remoteId, pending, issued === true),
+            handedOut: (remoteId: string) => (entry.issued?.has(remoteId) ? "task" : (entry.submits ?? 0) > 0 ? "submit" : undefined),
             holdSubmit: () => entry.owner.holdSubmit(entry),
             incarnation: randomUUID(),
           }
@@ -836,11 +846,13 @@ export class SessionPool {
   }
 
   /** See `McpSession.holdTask`. */
-  private holdTask(entry: Entry, remoteId: string, pending: boolean): boolean {
+  private holdTask(entry: Entry, remoteId: string, pending: boolean, issued: boolean): boolean {
     if (!pending) {
+      entry.issued?.delete(remoteId);
       if (entry.tasks?.delete(remoteId)) this.heldNoMore(entry);
       return false;
     }
+    if (issued) (entry.issued ??= new Set()).add(remoteId);
     const tasks = (entry.tasks ??= new Set());
     if (tasks.has(remoteId)) return false;
     tasks.add(remoteId);

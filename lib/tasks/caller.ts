@@ -13,6 +13,7 @@ import type { McpSession } from "../sessions";
 import type { McpCallOutcome } from "../shared/interceptor";
 import { scrubOther } from "../mcp/scrub-outcome";
 import { Redactor } from "../shared/redact";
+import { McpTaskAnswerUnsettledError, McpTaskIdReissuedError } from "./model";
 import { cutCodePoints } from "./payload";
 import { SubmitSecretsMemory } from "./submit-secrets";
 
@@ -31,6 +32,27 @@ export interface TaskToolCall {
    * answer's `endSubmitHold`, or until the call fails, so no reload or bound closes it before its task is held.
    */
   submit?: boolean;
+  /**
+   * A status or cancel call: the task it asks about. It is not sent on a stdio child that handed that id out itself
+   * (see `handedOutBy`): `McpTaskIdReissuedError`, or `McpTaskAnswerUnsettledError` while that child's submit is unanswered.
+   */
+  task?: AskedTask;
+}
+
+/** The remote task a status or cancel call asks about, and the stdio child that issued its id (`remoteScope`). */
+export interface AskedTask {
+  remoteTaskId: string;
+  remoteScope?: string;
+}
+
+/**
+ * Whether `child`, another stdio child than the one that issued the task's id, handed that id out itself (see
+ * `McpSession.handedOut`): a server numbering its jobs per process answers about its own job of that id then. Another
+ * child alone says nothing: a server keeping its jobs across processes answers about the task's job.
+ */
+export function handedOutBy(child: Pick<McpSession, "incarnation" | "handedOut">, task: AskedTask): "task" | "submit" | undefined {
+  if (!task.remoteScope || child.incarnation === undefined || child.incarnation === task.remoteScope) return undefined;
+  return child.handedOut?.(task.remoteTaskId);
 }
 
 /**
@@ -48,10 +70,15 @@ export interface TaskToolAnswer {
    * characters, in any form the redactor knows.
    */
   holdsSecret(text: string): boolean;
-  /** stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`). */
+  /**
+   * stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`); told on a
+   * submit's answer, the child issued that id. Whether this call started holding it.
+   */
   holdTask?(remoteId: string, pending: boolean): boolean;
   /** stdio: the child process that answered (see `McpSession.incarnation`). */
   readonly incarnation?: string;
+  /** stdio: whether the child that answered may have handed out `remoteId` itself (see `McpSession.handedOut`). */
+  handedOut?(remoteId: string): "task" | "submit" | undefined;
   /** A submit (`TaskToolCall.submit`): ends its hold of the child, once its task is held through `holdTask` or is none. */
   endSubmitHold?(): void;
 }
@@ -92,6 +119,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
       // A submit's holds of the children it was sent on (an interceptor may send it more than once).
       const holds: (() => void)[] = [];
       let holdsEnded = false;
+      let refused: "task" | "submit" | undefined;
       const endSubmitHold = (): void => {
         holdsEnded = true;
         for (const end of holds.splice(0)) end();
@@ -110,6 +138,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
           protocolFields: TASK_PROTOCOL_FIELDS,
           onSession: (used) => {
             session = used;
+            if (call.task && (refused = handedOutBy(used, call.task))) return false;
             // Told after the call ended (an attempt an interceptor left running): the caller has let go already.
             if (call.submit && !holdsEnded && used.holdSubmit) holds.push(used.holdSubmit());
           },
@@ -119,6 +148,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         });
       } catch (err) {
         endSubmitHold();
+        if (refused) throw refused === "task" ? new McpTaskIdReissuedError() : new McpTaskAnswerUnsettledError();
         throw err;
       }
       const known = Redactor.of(secrets);
@@ -132,14 +162,16 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         throw new TaskCallShortCircuitError(call.toolName, "");
       }
       const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
+      const hold = session?.holdTask;
       return {
         result: outcome,
         // An array of the interceptor's own class is stored as its JSON form says (a `toJSON`): that form is scrubbed.
         // Other instances are not JSON, and the payload bounds refuse them.
         scrub: (value) => known.deep(value, (instance) => (Array.isArray(instance) ? scrubOther(instance, known) : instance)),
         holdsSecret: (text) => long.text(text) !== text,
-        ...(session?.holdTask ? { holdTask: session.holdTask } : {}),
+        ...(hold ? { holdTask: (remoteId: string, pending: boolean) => hold(remoteId, pending, call.submit === true) } : {}),
         ...(session?.incarnation !== undefined ? { incarnation: session.incarnation } : {}),
+        ...(session?.handedOut ? { handedOut: session.handedOut } : {}),
         ...(call.submit ? { endSubmitHold } : {}),
       };
     },

@@ -118,6 +118,8 @@ export interface TaskReference {
   serverName: string;
   remoteTaskId: string;
   driverData: Record<string, unknown>;
+  /** The stdio child that issued `remoteTaskId` (see `TaskSubmission.remoteScope`); absent: the server's own ids. */
+  remoteScope?: string;
 }
 
 export function taskReferenceFromRecord(record: {
@@ -127,6 +129,7 @@ export function taskReferenceFromRecord(record: {
   server_name: string;
   remote_task_id: string;
   driver_data: Record<string, unknown>;
+  remote_scope?: string;
 }): TaskReference {
   return {
     localTaskId: record.id,
@@ -135,6 +138,7 @@ export function taskReferenceFromRecord(record: {
     serverName: record.server_name,
     remoteTaskId: record.remote_task_id,
     driverData: { ...record.driver_data },
+    ...(record.remote_scope ? { remoteScope: record.remote_scope } : {}),
   };
 }
 
@@ -262,5 +266,32 @@ export class McpTaskProtocolError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "McpTaskProtocolError";
+  }
+}
+
+/** The error of a task whose remote id another process of its stdio server issued again: it never learns its outcome. */
+export const REISSUED_REMOTE_TASK_ERROR =
+  "the MCP server process that ran this task ended, and its job id now names another job: the task's outcome is unknown";
+
+/**
+ * A status or cancel call for a stdio task whose id the child its scope reaches now handed out itself, answering a
+ * submit (see `McpSession.handedOut`): it is not sent there, and the task's job is gone.
+ */
+export class McpTaskIdReissuedError extends Error {
+  constructor() {
+    super(REISSUED_REMOTE_TASK_ERROR);
+    this.name = "McpTaskIdReissuedError";
+  }
+}
+
+/**
+ * A status or cancel answer that may be about another job of the same id: the stdio child answering is not the one
+ * that issued the task's id, and a submit sent on it has not told yet which id it got. The task is left as it was
+ * and asked again later.
+ */
+export class McpTaskAnswerUnsettledError extends Error {
+  constructor() {
+    super("the MCP server process answering may have issued this task's job id to another job; asked again later");
+    this.name = "McpTaskAnswerUnsettledError";
   }
 }

@@ -17,6 +17,7 @@ import {
   MCP_TASK_POLL_AFTER_MAX_SECONDS,
   MCP_TASK_POLL_AFTER_MIN_SECONDS,
   MCP_TASK_REMOTE_ID_MAX_LENGTH,
+  McpTaskAnswerUnsettledError,
   McpTaskProtocolError,
   TaskSnapshot,
   TaskStatus,
@@ -68,6 +69,8 @@ export type PollOutcome =
   | { outcome: "applied"; taskId: string; status: TaskStatus }
   | { outcome: "discarded-by-fence"; taskId: string }
   | { outcome: "retried"; taskId: string; error: string; nextPollAt: Date }
+  /** The answer may have been about another job (see `McpTaskAnswerUnsettledError`): the task is polled again, unchanged. */
+  | { outcome: "deferred"; taskId: string; nextPollAt: Date }
   | { outcome: "failed-protocol"; taskId: string; error: string }
   | { outcome: "driver-missing"; taskId: string; driverName: string; nextPollAt: Date };
 
@@ -228,6 +231,7 @@ export class McpTaskService {
       serverName: req.serverName,
       remoteTaskId: submission.remoteTaskId,
       driverData: { ...req.driverData, ...(submission.driverData ?? {}) },
+      ...(submission.remoteScope ? { remoteScope: submission.remoteScope } : {}),
     };
     let record: TaskRecord;
     try {
@@ -423,6 +427,11 @@ export class McpTaskService {
     } catch (err) {
       this.#assertRunning();
       const failedAt = this.#clock();
+      if (err instanceof McpTaskAnswerUnsettledError) {
+        const nextPollAt = addSeconds(failedAt, this.settings.poll_interval_seconds);
+        const deferred = await this.store.deferPoll({ taskId, leaseOwner: this.leaseOwner, leaseExpiresAt: record.lease_expires_at, nextPollAt });
+        return deferred ? { outcome: "deferred", taskId, nextPollAt } : { outcome: "discarded-by-fence", taskId };
+      }
       if (err instanceof McpTaskProtocolError) {
         const error = boundedError(err);
         const failed = new TaskSnapshot({ status: TaskStatus.FAILED, error });

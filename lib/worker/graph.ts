@@ -151,6 +151,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
         applied: "applied",
         "discarded-by-fence": "discarded",
         retried: "retried",
+        deferred: "retried",
         "driver-missing": "retried",
         "failed-protocol": "failed",
       };

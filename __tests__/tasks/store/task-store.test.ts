@@ -174,6 +174,32 @@ describe.each(targets())("task store on $name", (target) => {
     await store.close();
   });
 
+  test("a deferred poll gives its claim back due later, nothing else changed: no error counted, no event; fenced on owner, claim and cancel", async () => {
+    const { store, clock } = await fresh();
+    const task = await seedTask(store);
+    const [stale] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    clock.advance(61);
+    const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    const later = new Date(clock.current.getTime() + 5000);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: stale.lease_expires_at, nextPollAt: later })).toBe(false);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w2", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(false);
+    clock.advance(1);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(true);
+    const row = (await store.get(task.id, "alice"))!;
+    expect(row).toEqual({ ...claimed, next_poll_at: later, lease_owner: null, lease_expires_at: null });
+    expect(row).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, event_version: 0 });
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(false);
+    clock.advance(5);
+    const [again] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    await store.requestCancel(task.id, "alice", "thread-1");
+    // The same owner takes the cancel with the same lease expiry: the poll's deferral still writes nothing.
+    const [cancelling] = await store.claimCancels({ leaseOwner: "w1", ...lease });
+    expect(cancelling?.lease_expires_at).toEqual(again.lease_expires_at);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: again.lease_expires_at, nextPollAt: later })).toBe(false);
+    expect(await store.get(task.id, "alice")).toEqual(cancelling);
+    await store.close();
+  });
+
   test("the same attention event after the task worked again is a new version: the same question, a second degraded spell", async () => {
     const { store, clock } = await fresh();
     const task = await seedTask(store);

@@ -6,7 +6,10 @@
 import { z } from "zod";
 import { cutCodePoints } from "../payload";
 import {
+  McpTaskAnswerUnsettledError,
+  McpTaskIdReissuedError,
   McpTaskProtocolError,
+  REISSUED_REMOTE_TASK_ERROR,
   TaskSnapshot,
   TaskStatus,
   type DriverCallOptions,
@@ -15,7 +18,7 @@ import {
   type TaskSubmission,
   type TaskSubmitRequest,
 } from "../model";
-import type { TaskToolAnswer, TaskToolCaller } from "../caller";
+import { handedOutBy, type TaskToolAnswer, type TaskToolCaller } from "../caller";
 
 export const ORDINARY_MCP_TASK_DRIVER = "ordinary-tools";
 export const TOOL_ERROR_DETAIL_MAX_CHARS = 500;
@@ -98,6 +101,9 @@ function checkTaskId(ref: TaskReference, actual: string): void {
   if (actual !== ref.remoteTaskId) throw new McpTaskProtocolError("MCP task response task_id does not match the persisted remote task");
 }
 
+/** A task whose id the stdio child its scope reaches now handed out itself: its job is gone (see `handedOutBy`). */
+const reissued = (): TaskSnapshot => new TaskSnapshot({ status: TaskStatus.FAILED, error: REISSUED_REMOTE_TASK_ERROR });
+
 const REMOTE_STATUS: Record<z.output<typeof statusPayload>["status"], TaskStatus> = {
   running: TaskStatus.WORKING,
   input_required: TaskStatus.INPUT_REQUIRED,
@@ -142,6 +148,8 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
   async getStatus(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "status_tool");
     const answer = await this.call(ref, toolName, options);
+    // The child's hold of that id is its own task's: it is left alone.
+    if (!answer) return reissued();
     let snapshot: TaskSnapshot;
     try {
       snapshot = this.statusSnapshot(ref, answer, toolName);
@@ -176,6 +184,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
   async cancel(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
     const toolName = roleTool(ref.driverData, "cancel_tool");
     const answer = await this.call(ref, toolName, options);
+    if (!answer) return reissued();
     const payload = parsePayload(cancelPayload, answer, toolName);
     checkTaskId(ref, payload.task_id);
     const snapshot = new TaskSnapshot({
@@ -188,15 +197,31 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     return snapshot;
   }
 
-  /** Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. */
-  private call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<TaskToolAnswer> {
-    return this.caller.callTool({
-      serverName: ref.serverName,
-      toolName,
-      arguments: { task_id: ref.remoteTaskId },
-      userId: ref.userId,
-      threadId: ref.threadId,
-      signal: options.signal,
-    });
+  /**
+   * Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. Null when the stdio
+   * child that scope reaches now (not the one that issued the task's id, which died) handed that id out itself, before
+   * the call was sent or while it ran: its answer would be about its own job of that id. While a submit sent on it has
+   * not told which id it got, nobody knows (`McpTaskAnswerUnsettledError`: the task is asked again later).
+   */
+  private async call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<TaskToolAnswer | null> {
+    const task = { remoteTaskId: ref.remoteTaskId, ...(ref.remoteScope ? { remoteScope: ref.remoteScope } : {}) };
+    let answer: TaskToolAnswer;
+    try {
+      answer = await this.caller.callTool({
+        serverName: ref.serverName,
+        toolName,
+        arguments: { task_id: ref.remoteTaskId },
+        userId: ref.userId,
+        threadId: ref.threadId,
+        signal: options.signal,
+        task,
+      });
+    } catch (err) {
+      if (err instanceof McpTaskIdReissuedError) return null;
+      throw err;
+    }
+    const handedOut = handedOutBy(answer, task);
+    if (handedOut === "submit") throw new McpTaskAnswerUnsettledError();
+    return handedOut === "task" ? null : answer;
   }
 }

@@ -17,6 +17,7 @@ export {
   type ApplySnapshotInput,
   type ClaimOptions,
   type CreateTaskInput,
+  type DeferPollInput,
   type NotificationStep,
   type ReleaseCancelInput,
   type ReleaseClaimInput,

@@ -240,6 +240,15 @@ export class TaskSql {
       RETURNING id`;
   }
 
+  /** $1 id, $2 owner, $3 now, $4 next poll, $5 the claim's lease expiry (or null). Fenced as `releaseClaim`. */
+  deferPoll(): string {
+    const { c } = this;
+    return `UPDATE mcp_tasks SET next_poll_at = ${c.ts(4)}, lease_owner = NULL, lease_expires_at = NULL
+      WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(5))}
+        AND status IN ${POLLABLE} AND cancel_requested_at IS NULL
+      RETURNING id`;
+  }
+
   /** $1 id, $2 user, $3 thread, $4 now. Only the first request of a live task writes anything. */
   requestCancel(): string {
     const { c } = this;

@@ -3,7 +3,7 @@
  * is stored in UTC. Writes that apply a worker's result are fenced on the lease owner and the lease expiry.
  */
 import { eventFingerprint, notificationEvent, type EventSource, type TaskEvent } from "../events";
-import { MCP_TASK_MAX_NOTIFICATION_ATTEMPTS, TaskSnapshot, TaskStatus, TERMINAL_TASK_STATUSES } from "../model";
+import { MCP_TASK_MAX_NOTIFICATION_ATTEMPTS, REISSUED_REMOTE_TASK_ERROR, TaskSnapshot, TaskStatus, TERMINAL_TASK_STATUSES } from "../model";
 import type { Db, Queryable, Row } from "./connection";
 import { dbJson, dbTime, storedText, storedValue, TASK_COLUMNS, toRecord, type TaskRecord } from "./records";
 import { TaskSql } from "./sql";
@@ -11,8 +11,7 @@ import { TaskSql } from "./sql";
 export const UNIQUE_REMOTE_TASK_CONSTRAINT = "uq_mcp_tasks_user_server_remote";
 const SQLITE_UNIQUE_REMOTE_TASK = "mcp_tasks.user_id, mcp_tasks.server_name, mcp_tasks.remote_scope, mcp_tasks.remote_task_id";
 /** What a task ended by `create` (its remote id issued again by another process of its stdio server) reads. */
-export const REISSUED_REMOTE_TASK_ERROR =
-  "the MCP server process that ran this task ended, and its job id now names another job: the task's outcome is unknown";
+export { REISSUED_REMOTE_TASK_ERROR };
 /** Rows per statement of a batched apply (well under SQLite's 32,766 parameters). */
 const APPLY_CHUNK = 500;
 
@@ -89,6 +88,14 @@ export interface ReleaseClaimInput {
   nextPollAt: Date;
   error: string;
   trackingDegradedAfterErrors: number;
+}
+
+export interface DeferPollInput {
+  taskId: string;
+  leaseOwner: string;
+  /** The lease expiry the claim wrote: fences the write on that claim. */
+  leaseExpiresAt?: Date | null;
+  nextPollAt: Date;
 }
 
 export interface ApplyCancelInput {
@@ -307,6 +314,17 @@ export class TaskStore {
       ]);
       return done.length === 1;
     });
+  }
+
+  /** Gives a claimed poll back unchanged but for when it is due: no error is counted, no event recorded. */
+  async deferPoll(input: DeferPollInput): Promise<boolean> {
+    return this.#step(this.#sql.deferPoll(), [
+      input.taskId,
+      input.leaseOwner,
+      dbTime(this.#clock()),
+      dbTime(input.nextPollAt),
+      claimExpiry(input.leaseExpiresAt),
+    ]);
   }
 
   /**

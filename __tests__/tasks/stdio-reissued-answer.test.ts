@@ -1,0 +1,214 @@
+/**
+ * A stdio child killed while it held job `job-1`: the scope's next child may hand out `job-1` again to a new submit.
+ * The old task's status poll running in that child after it answered the submit, but before the new task's row is
+ * written, hears about the new job: that answer must never become the old task's outcome. The moments are made
+ * deterministic by an interceptor holding the submit after the child answered it, and by holding the store's insert of
+ * the new row. A real stdio job server, a real SQLite file, createAgent agents and the real worker tick on a manual clock.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import * as path from "node:path";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { DynamicStructuredTool } from "@langchain/core/tools";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
+import { z } from "zod";
+import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { ScriptedChatModel } from "../../lib/agent";
+import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { REISSUED_REMOTE_TASK_ERROR, type TaskStore } from "../../lib/tasks/store";
+import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import { alive, waitUntil } from "../fixtures/processes";
+import { ToolGate } from "../fixtures/tool-gate";
+
+const RunContext = z.object({ user_id: z.string() });
+
+const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
+const gates: (() => void)[] = [];
+
+afterEach(async () => {
+  for (const release of gates.splice(0)) release();
+  for (const { runtime, toolkit } of open.splice(0)) {
+    await toolkit.close();
+    await runtime.stop();
+  }
+});
+
+interface Setup {
+  /** Writes the config again with another description: a hot reload at the toolkit's next `getTools`. */
+  reload: () => Promise<void>;
+  toolkit: McpToolkit;
+  runtime: TaskRuntime;
+  tools: DynamicStructuredTool[];
+  notifier: MemoryTaskNotifier;
+  clock: ManualClock;
+  gate: ToolGate;
+  /** Holds a poll (`job_status`) once answered. */
+  statusGate: ToolGate;
+}
+
+/** `jobsFile`: the server keeps its jobs there, so each of its children knows the jobs the others started. */
+async function setup(jobsFile?: (dir: string) => string): Promise<Setup> {
+  const dir = await makeTempDir("task-stdio-reissued-");
+  const launch = stdioFixture({ name: "local", toolNames: ["pid"], tasks: true, ...(jobsFile ? { jobsFile: jobsFile(dir) } : {}) });
+  const config = (description: string) => ({
+    mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+    mcpServers: { local: { type: "stdio", description, ...launch, task_toolsets: [{ name: "compile", ...JOB_TOOLSET }] } },
+  });
+  const configPath = await writeConfig(dir, config("jobs"));
+  const clock = new ManualClock();
+  const notifier = new MemoryTaskNotifier();
+  const logger = new RecordingLogger();
+  const gate = new ToolGate();
+  const statusGate = new ToolGate("job_status");
+  gates.push(() => gate.open(), () => statusGate.open());
+  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
+  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, interceptors: [gate.interceptor, statusGate.interceptor] });
+  open.push({ runtime, toolkit });
+  const reload = async () => {
+    await writeConfig(dir, config("jobs, edited"));
+    await toolkit.getTools();
+  };
+  return { reload, toolkit, runtime, tools: await toolkit.getTools(), notifier, clock, gate, statusGate };
+}
+
+/** One agent turn of bob on th-a: the child's pid, then a submit; resolves with the pid and the submit's task id. */
+async function submitTurn(s: Setup, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
+  const calls = [ScriptedChatModel.toolCall("local_pid", {}, "pid-1"), ScriptedChatModel.toolCall("local_start_job", args, "submit-1")];
+  const model = new ScriptedChatModel([...calls, { content: "done" }]);
+  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "bob" }, configurable: { thread_id: "th-a" } });
+  const [pid, submitted] = result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+  expect(submitted!.status).not.toBe("error");
+  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
+}
+
+/** The old task (steps 3) of bob on th-a got `job-1` from a child that is then killed. */
+async function oldTaskInKilledChild(s: Setup): Promise<{ pid: number; taskId: string }> {
+  const old = await submitTurn(s, { label: "old", steps: 3, remote_id: "job-1" });
+  process.kill(old.pid, "SIGKILL");
+  expect(await waitUntil(() => !alive(old.pid))).toBe(true);
+  return old;
+}
+
+/** Holds the store's insert of the row of remote id `remoteId` until `open()`; `held` resolves once one is held. */
+function holdInsert(store: TaskStore, remoteId: string): { held: Promise<void>; open: () => void } {
+  const create = store.create.bind(store);
+  let reached!: () => void;
+  let opened!: () => void;
+  const held = new Promise<void>((resolve) => (reached = resolve));
+  const gate = new Promise<void>((resolve) => (opened = resolve));
+  gates.push(opened);
+  store.create = async (input) => {
+    if (input.remoteTaskId === remoteId) {
+      reached();
+      await gate;
+    }
+    return create(input);
+  };
+  return { held, open: opened };
+}
+
+async function expectOldLostNewCompleted(s: Setup, old: { taskId: string }, fresh: { pid: number; taskId: string }): Promise<void> {
+  await s.runtime.runOnce(s.clock.advance(5));
+  const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+  expect([oldRow?.status, oldRow?.error, oldRow?.result ?? null]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR, null]);
+  expect(s.notifier.deliveriesOf(old.taskId).map((d) => d.delivery.event)).toEqual([
+    expect.objectContaining({ status: "failed", error: REISSUED_REMOTE_TASK_ERROR }),
+  ]);
+  const newRow = await s.runtime.service.getTask(fresh.taskId, "bob");
+  expect([newRow?.status, newRow?.error]).toEqual(["completed", null]);
+  expect(newRow?.result).toMatchObject({ label: "new", pid: fresh.pid });
+  expect(s.notifier.deliveriesOf(fresh.taskId)[0]!.delivery.event).toMatchObject({ status: "completed", result: { label: "new" } });
+}
+
+describe("the old task's poll in the child that handed its remote id out again", () => {
+  test("while the new submit is under way (answered, its task not held yet): the poll is inconclusive, no status change, no event; then the old task ends lost and the new one completes with its own result", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    const answered = s.gate.arm();
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await answered;
+    const tick = await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect(oldRow?.result ?? null).toBeNull();
+    expect([oldRow?.status, oldRow?.error, oldRow?.consecutive_poll_error_count, oldRow?.last_poll_error]).toEqual(["submitted", null, 0, null]);
+    expect(oldRow?.next_poll_at?.getTime()).toBe(s.clock.current.getTime() + 5000);
+    expect([tick.applied, tick.failed, tick.retried]).toEqual([0, 0, 1]);
+    expect(s.notifier.deliveriesOf(old.taskId)).toEqual([]);
+    s.gate.open();
+    const fresh = await turn;
+    expect(fresh.pid).not.toBe(old.pid);
+    await expectOldLostNewCompleted(s, old, fresh);
+  });
+
+  test("a submit sent on that child while the poll was out (the child chosen before it): the answer is not read, the poll is inconclusive; then the old task ends lost", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    // The poll starts the scope's next child, which answers about job-1 before any submit reached it.
+    const polled = s.statusGate.arm();
+    const tick = s.runtime.runOnce(s.clock.advance(5));
+    await polled;
+    const answered = s.gate.arm();
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await answered;
+    s.statusGate.open();
+    expect([(await tick).applied, (await tick).failed, (await tick).retried]).toEqual([0, 0, 1]);
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error, oldRow?.consecutive_poll_error_count]).toEqual(["submitted", null, 0]);
+    expect(s.notifier.deliveriesOf(old.taskId)).toEqual([]);
+    s.gate.open();
+    await expectOldLostNewCompleted(s, old, await turn);
+  });
+
+  test("once the new submit's task is held but its row not yet written: the old task ends lost at once, never with the new job's result; the child still holds the new task", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    const insert = holdInsert(s.runtime.service.store, "job-1");
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await insert.held;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error, oldRow?.result ?? null]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR, null]);
+    // The old task's end let go of nothing: a reload keeps the child for the new task, which completes in it.
+    await s.reload();
+    insert.open();
+    const fresh = await turn;
+    await expectOldLostNewCompleted(s, old, fresh);
+  });
+});
+
+describe("the old task's cancel in the child that handed its remote id out again", () => {
+  test("once the new submit's task is held: the old task ends lost, and the cancel is not sent to the child whose job-1 is the new task's, which completes", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    const insert = holdInsert(s.runtime.service.store, "job-1");
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await insert.held;
+    expect((await s.runtime.service.cancelTask(old.taskId, "th-a", "bob"))?.cancel_requested_at).not.toBeNull();
+    await s.runtime.runOnce(s.clock.advance(1));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error, oldRow?.result ?? null]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR, null]);
+    insert.open();
+    const fresh = await turn;
+    await expectOldLostNewCompleted(s, old, fresh);
+    // The refused cancel left no call open on the child: holding nothing now, a reset closes it at once.
+    await s.toolkit.reset();
+    expect(await waitUntil(() => !alive(fresh.pid))).toBe(true);
+  });
+});
+
+describe("a server keeping its jobs across processes", () => {
+  test("a task polled in the scope's next child (another process than the one that accepted it) completes there over two polls", async () => {
+    const s = await setup((dir) => path.join(dir, "jobs.jsonl"));
+    const old = await submitTurn(s, { label: "kept", steps: 2, remote_id: "job-kept" });
+    process.kill(old.pid, "SIGKILL");
+    expect(await waitUntil(() => !alive(old.pid))).toBe(true);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(old.taskId, "bob"))?.status).toBe("working");
+    await s.runtime.runOnce(s.clock.advance(5));
+    const row = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["completed", null]);
+    expect(row?.result).toMatchObject({ label: "kept", step: 2 });
+    expect((row?.result as { pid: number }).pid).not.toBe(old.pid);
+  });
+});
