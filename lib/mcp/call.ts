@@ -113,7 +113,7 @@ function notResentText(sends: number): string {
   return `${sent}; a new session serves the next call.`;
 }
 
-function expiredText(record: McpToolRecord, status: 400 | 404, sends: number): string {
+function expiredText(record: McpToolRecord, status: 400 | 404 | 410, sends: number): string {
   return (
     `MCP tool '${record.rawName}' on server '${record.server}' failed: the server no longer knows this MCP session ` +
     `(HTTP ${status}: it expired or the server restarted). ${notResentText(sends)}`

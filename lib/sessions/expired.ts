@@ -26,22 +26,41 @@ function saysUnknownSession(message: string): boolean {
 }
 
 /**
- * The server no longer knows the session (HTTP 404 on its session id, or the 400 above: it expired it or restarted).
- * Streamable HTTP says so with a `StreamableHTTPError` of that code, and only a session the server gave an id can have
- * expired (a stateless server's 404 is its own answer, shown as it is); the SSE transport, whose sessions always have
- * an id, says so only in its message.
+ * The statuses that say a session id is no longer known: the MCP spec's 404, and the 410 Gone some servers answer
+ * instead. Left in the pool, a session answered 410 would fail every later call.
+ */
+const EXPIRED_STATUSES: ReadonlySet<number> = new Set([404, 410]);
+const SSE_REFUSAL = /^Error POSTing to endpoint \(HTTP (\d+)\)/;
+
+/**
+ * The server no longer knows the session (HTTP 404 or 410 on its session id, or the 400 above: it expired it or
+ * restarted). Streamable HTTP says so with a `StreamableHTTPError` of that code, and only a session the server gave an
+ * id can have expired (a stateless server's 404 is its own answer, shown as it is); the SSE transport, whose sessions
+ * always have an id, says so only in its message.
  */
 export function isExpiredSession(err: unknown, transport: Transport | undefined): boolean {
   if (err instanceof StreamableHTTPError) {
-    const forgotten = err.code === 404 || (err.code === 400 && saysUnknownSession(err.message));
+    const forgotten = isExpiredStatus(err.code) || (err.code === 400 && saysUnknownSession(err.message));
     return forgotten && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
   }
-  return err instanceof Error && /^Error POSTing to endpoint \(HTTP 404\)/.test(err.message);
+  return isExpiredStatus(sseRefusalStatus(err));
+}
+
+/** The status of the SSE transport's refused POST, which it gives only in its message. */
+function sseRefusalStatus(err: unknown): number | undefined {
+  const status = err instanceof Error ? SSE_REFUSAL.exec(err.message)?.[1] : undefined;
+  return status === undefined ? undefined : Number(status);
+}
+
+/** Whether an HTTP status on a session's id says the server no longer knows it (see `isExpiredSession`). */
+export function isExpiredStatus(status: number | undefined): boolean {
+  return status !== undefined && EXPIRED_STATUSES.has(status);
 }
 
 /** The HTTP status an expired session was reported with (see `isExpiredSession`). */
-export function expiredStatus(err: unknown): 400 | 404 {
-  return err instanceof StreamableHTTPError && err.code === 400 ? 400 : 404;
+export function expiredStatus(err: unknown): 400 | 404 | 410 {
+  const status = err instanceof StreamableHTTPError ? err.code : sseRefusalStatus(err);
+  return status === 400 || status === 410 ? status : 404;
 }
 
 /** A request that failed because its session's connection closed (an SSE session is closed when its event stream ends). */

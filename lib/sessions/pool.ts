@@ -487,7 +487,7 @@ export class SessionPool {
   }
 
   /**
-   * Drops a session the server no longer knows (HTTP 404 on its session id), if the pool still holds that very
+   * Drops a session the server no longer knows (HTTP 404 or 410 on its session id), if the pool still holds that very
    * session, and closes it; the next acquisition initializes a new one.
    */
   invalidate(session: McpSession): void {
@@ -497,12 +497,12 @@ export class SessionPool {
   }
 
   /**
-   * The server answered 404 on the event stream of `entry`'s session (see `watchForgottenSession`): the session leaves the
+   * The server answered 404 (or 410) on the event stream of `entry`'s session (see `watchForgottenSession`): the session leaves the
    * pool before a call is sent on it, so the next call of its header set starts a new one instead of failing.
    */
-  private forgotten(entry: Entry): void {
+  private forgotten(entry: Entry, status: number): void {
     if (!entry.session || this.entries.get(entry.key) !== entry) return;
-    this.logger.debug(`MCP server '${entry.serverName}' no longer knows a session (HTTP 404 on its event stream); the next call starts a new one`);
+    this.logger.debug(`MCP server '${entry.serverName}' no longer knows a session (HTTP ${status} on its event stream); the next call starts a new one`);
     this.drain(entry);
   }
 
@@ -664,7 +664,7 @@ export class SessionPool {
       stdioMaxMessageBytes: this.stdioMaxMessageBytes,
       launch: stdio ? stdioLaunch(server, paths, tmpProblem === null) : undefined,
       sessionTag: entry.tag,
-      onForgotten: () => this.forgotten(entry),
+      onForgotten: (status) => this.forgotten(entry, status),
     });
     client.onclose = () => {
       entry.owner.forget(entry);

@@ -12,6 +12,7 @@ import { LineSplitter, type LineScrub } from "./lines";
 import { LostCallWatch, RECONNECTION } from "./lost-calls";
 import { endsSessionWithStream, postsOfGivenUpCalls } from "./sse-session";
 import { watchForgottenSession } from "./forgotten-stream";
+import { keepSessionId } from "./session-id";
 import { SESSION_TAG_ENV } from "./session-processes";
 import { DEFAULT_STDIO_MAX_MESSAGE_BYTES, installLineBuffer, StdioLineBuffer } from "./stdio-buffer";
 
@@ -27,8 +28,8 @@ export interface TransportOptions {
   launch?: StdioLaunch;
   /** stdio: the tag of this session's processes (`SESSION_TAG_ENV`), inherited by whatever the child starts. */
   sessionTag?: string;
-  /** Streamable HTTP: the server answered 404 on the session's event stream (see `watchForgottenSession`). */
-  onForgotten?: () => void;
+  /** Streamable HTTP: the server answered 404 (or 410) on the session's event stream (see `watchForgottenSession`). */
+  onForgotten?: (status: number) => void;
 }
 
 const STDERR_LINE_LIMIT = 500;
@@ -97,7 +98,7 @@ export function createTransport(serverName: string, server: McpServerConfig, opt
       const requestInit: RequestInit = { headers: { ...opts.headers } };
       if (server.type === "http") {
         const watch = new LostCallWatch();
-        const base = opts.onForgotten ? watchForgottenSession(opts.onForgotten) : fetch;
+        const base = keepSessionId(opts.onForgotten ? watchForgottenSession(opts.onForgotten) : fetch);
         const transport = new StreamableHTTPClientTransport(url, { requestInit, fetch: watch.fetch(base), reconnectionOptions: RECONNECTION });
         watch.attach(transport);
         hideForeignOrigins(transport, url);
