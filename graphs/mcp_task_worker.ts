@@ -3,7 +3,8 @@
  * `mcp_task_worker`): one invocation is one tick (cancellations → claim → one poll per claimed task →
  * notifications). With `mcpTasks.enabled` it runs on the server's task runtime (`graphs/server-tasks.ts`), so a
  * tick from Studio or from a LangGraph Platform cron delivers task events as runs of `agent`, as the in-server
- * worker does. Otherwise it runs on a runtime of its own without a notifier (nothing is configured to track).
+ * worker does. Otherwise it runs on a runtime of its own, which with tasks disabled has no store (none is created):
+ * the graph still loads in Studio, and each run fails at once with `McpTasksDisabledError`, naming the setting.
  *
  * Exported as a factory, like `agent`: the graph is built on the first call and shared by every later one.
  */

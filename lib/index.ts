@@ -19,6 +19,7 @@ export {
   createTaskRuntime,
   DuplicateMcpRemoteTaskError,
   McpTaskService,
+  McpTasksDisabledError,
   MemoryTaskNotifier,
   ORDINARY_MCP_TASK_DRIVER,
   OrdinaryToolsDriver,

@@ -120,6 +120,22 @@ describe("in process", () => {
     expect(errors).toEqual(["mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run"]);
     expect(await readdir(dir)).toEqual(["off.json"]);
   });
+
+  test("the config is read once: a file that turns to disabled after that read changes nothing for this process", async () => {
+    const dir = await makeTempDir("cli-worker-once-");
+    const on = await writeConfig(dir, { mcpTasks: { enabled: true }, mcpServers: {} }, "on.json");
+    const off = await writeConfig(dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
+    let reads = 0;
+    // MCP_HARNESS_CONFIG is looked up on every read of the config: the first read finds it enabled, any later one not.
+    const env: NodeJS.ProcessEnv = { MCP_HARNESS_DATABASE_URL: `sqlite:${path.join(dir, "tasks.sqlite")}` };
+    Object.defineProperty(env, "MCP_HARNESS_CONFIG", { enumerable: true, get: () => (reads++ === 0 ? on : off) });
+    const stop = new AbortController();
+    stop.abort();
+    const stderr: string[] = [];
+    expect(await runCli(["worker"], { out: () => undefined, err: (t) => stderr.push(t), env, cwd: dir, stopSignal: stop.signal })).toBe(0);
+    expect(reads).toBe(1);
+    expect(stderr[0]).toMatch(/^mcp-harness worker: ticking every 5s as .+ on sqlite; task servers: none; notifier: none/);
+  });
 });
 
 describe("as a child process", () => {

@@ -1,6 +1,5 @@
-import { ConfigFileNotFoundError, ConfigValidationError, loadExtensionsConfig, McpTaskConfigurationError } from "../config";
-import { checkedTaskServers } from "../mcp/task-hooks";
-import { silentLogger, type Logger } from "../shared/logger";
+import { ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError } from "../config";
+import type { Logger } from "../shared/logger";
 import { createTaskRuntime, TaskStoreConfigError, type TaskRuntime } from "../tasks";
 import { startTaskWorker, TICK_COUNTERS, tickChangedSomething, type TaskWorkerTickReport } from "../worker";
 import { parseArgs, UsageError } from "./args";
@@ -71,13 +70,7 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
   try {
     const { notifier, description } = await resolveWorkerNotifier({ values, io });
     try {
-      // Refused before the runtime opens (and migrates, or creates) the task store: a refused command leaves nothing.
-      const { config } = await loadExtensionsConfig({ configPath: positional[0], env: io.env, cwd: io.cwd, logger: silentLogger });
-      checkedTaskServers(config);
-      if (!config.mcpTasks.enabled) {
-        io.err(TASKS_DISABLED);
-        return 1;
-      }
+      // With tasks disabled the runtime opens no store, so the refusal below leaves nothing behind.
       runtime = await createTaskRuntime({ configPath: positional[0], env: io.env, cwd: io.cwd, logger, notifier });
     } catch (err) {
       const known = [ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError, TaskStoreConfigError];
@@ -87,7 +80,7 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
       }
       throw err;
     }
-    if (!runtime.settings.enabled) {
+    if (!runtime.enabled) {
       await runtime.stop();
       io.err(TASKS_DISABLED);
       return 1;

@@ -39,7 +39,7 @@ export interface GatewayAppOptions {
   cwd?: string;
   /**
    * The durable task runtime (`createTaskRuntime`) for the task routes of SPEC §8.4; without one, or while it is
-   * stopped, they answer 503.
+   * stopped, they answer 503 (saying so when `enabled` is false: tasks disabled in the config).
    */
   taskRuntime?: GatewayTaskRuntime;
   /**

@@ -5,11 +5,13 @@
  * without a worker to carry it out.
  */
 import type { Context, Hono } from "hono";
-import { cutCodePoints, TASK_LIST_DEFAULT_LIMIT, TASK_LIST_MAX_LIMIT, type TaskRecord } from "../tasks";
+import { cutCodePoints, McpTasksDisabledError, TASK_LIST_DEFAULT_LIMIT, TASK_LIST_MAX_LIMIT, type TaskRecord } from "../tasks";
 
 /** What the routes need of a task runtime (`TaskRuntime` fits). */
 export interface GatewayTaskRuntime {
   readonly running: boolean;
+  /** `false`: durable tasks are disabled in the config, and the 503 says so. */
+  readonly enabled?: boolean;
   readonly settings: { readonly tracking_degraded_after_errors: number };
   readonly service: {
     listTasks(threadId: string, userId: string, opts: { limit?: number }): Promise<TaskRecord[]>;
@@ -23,6 +25,7 @@ const THREAD_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const TASK_ID_MAX_LENGTH = 64;
 const NOT_FOUND = "MCP task not found";
 const NOT_RUNNING = "MCP task service not available";
+const DISABLED = `${NOT_RUNNING}: ${new McpTasksDisabledError().message}`;
 
 export interface TaskRouteErrors {
   /** Throws the gateway's HTTP error with this status and detail. */
@@ -82,7 +85,7 @@ export function registerTaskRoutes(
 ): void {
   const scope = async (c: Context): Promise<{ runtime: GatewayTaskRuntime; userId: string; threadId: string }> => {
     const userId = await userOf(c);
-    if (runtime === undefined || !runtime.running) errors.fail(503, NOT_RUNNING);
+    if (runtime === undefined || !runtime.running) errors.fail(503, runtime?.enabled === false ? DISABLED : NOT_RUNNING);
     const threadId = c.req.param("threadId") ?? "";
     if (!THREAD_ID.test(threadId)) errors.fail(400, "thread_id must be 1 to 128 letters, digits, '_' or '-'");
     return { runtime, userId, threadId };

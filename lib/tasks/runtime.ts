@@ -2,7 +2,8 @@
  * `createTaskRuntime` (SPEC §6, inventory §O 130–136): the store, the driver registry, the task tool caller and
  * the service, assembled from the config's startup-only `mcpTasks` settings and `MCP_HARNESS_DATABASE_URL`. The
  * runtime is also the toolkit's task hook: it enforces the startup rules on every loaded generation and wraps
- * task tools, and its own status/cancel calls run through that toolkit's sessions.
+ * task tools, and its own status/cancel calls run through that toolkit's sessions. With `mcpTasks.enabled` false
+ * it has no store (none is opened, created or connected to) and no service: only the task hooks work.
  */
 import {
   loadExtensionsConfig,
@@ -33,6 +34,17 @@ import { openTaskStore, type TaskStore } from "./store";
 import { SubmitSecretsMemory } from "./submit-secrets";
 import { TaskToolWrapper } from "./task-tools";
 
+/**
+ * What needs the task store (the service, a tick, the worker, the background task tools) refuses with this while
+ * `mcpTasks.enabled` is false: one line naming the setting.
+ */
+export class McpTasksDisabledError extends Error {
+  constructor() {
+    super("durable tasks are disabled in the config (mcpTasks.enabled is false)");
+    this.name = "McpTasksDisabledError";
+  }
+}
+
 /** Fields of a task server that stay hot-reloadable (presentation only). */
 const PRESENTATION_FIELDS = ["description", "routing", "tools", "tool_name_prefix"] as const;
 
@@ -51,7 +63,7 @@ export interface TaskRuntimeOptions {
   dataDir?: string;
   /** PostgreSQL schema of the task table (a plain identifier; default `public`). */
   schema?: string;
-  /** An opened store to use instead (the runtime does not close it). */
+  /** An opened store to use instead (the runtime does not close it; with tasks disabled it is not used). */
   store?: TaskStore;
   /** Where task events are delivered; without one the notification phase does nothing. */
   notifier?: TaskNotifier;
@@ -77,7 +89,6 @@ function frozenTaskServers(config: ExtensionsConfig): Map<string, string> {
 }
 
 export class TaskRuntime implements ToolkitTaskHooks {
-  readonly service: McpTaskService;
   readonly settings: McpTasksSettings;
   readonly drivers: McpTaskDriverRegistry;
   readonly #frozen: ReadonlyMap<string, string>;
@@ -85,35 +96,58 @@ export class TaskRuntime implements ToolkitTaskHooks {
   readonly #wrapper: TaskToolWrapper;
   readonly #options: TaskRuntimeOptions;
   readonly #ownsStore: boolean;
+  /** Both null exactly when `mcpTasks.enabled` is false. */
+  readonly #store: TaskStore | null;
+  readonly #service: McpTaskService | null;
   #toolkit: McpToolkit | null = null;
   #ownsToolkit = false;
   /** The close of the runtime's own toolkit, replaced by an agent's: `stop()` waits for it. */
   #replacedClosing: Promise<void> | null = null;
   #stopped: Promise<void> | null = null;
 
-  constructor(
-    readonly store: TaskStore,
-    config: ExtensionsConfig,
-    options: TaskRuntimeOptions & { ownsStore: boolean },
-  ) {
+  /** `store` is required with `mcpTasks.enabled` and ignored without it. */
+  constructor(store: TaskStore | null, config: ExtensionsConfig, options: TaskRuntimeOptions & { ownsStore: boolean }) {
     this.#options = options;
-    this.#ownsStore = options.ownsStore;
     this.settings = config.mcpTasks;
+    if (this.settings.enabled && store === null) throw new TypeError("a task runtime with mcpTasks.enabled needs a task store");
+    this.#store = this.settings.enabled ? store : null;
+    this.#ownsStore = this.#store !== null && options.ownsStore;
     this.#frozen = frozenTaskServers(config);
     this.#stdioServers = this.taskServers.filter((name) => config.mcpServers[name]!.type === "stdio");
     const logger = options.logger ?? consoleLogger;
     this.drivers = new McpTaskDriverRegistry();
     this.drivers.register(ORDINARY_MCP_TASK_DRIVER, new OrdinaryToolsDriver(this.caller()));
-    this.service = new McpTaskService({
-      store,
-      drivers: this.drivers,
-      settings: this.settings,
-      notifier: options.notifier,
-      clock: options.clock,
-      leaseOwner: options.leaseOwner,
-      logger,
-    });
-    this.#wrapper = new TaskToolWrapper(this.service, logger);
+    this.#service =
+      this.#store === null
+        ? null
+        : new McpTaskService({
+            store: this.#store,
+            drivers: this.drivers,
+            settings: this.settings,
+            notifier: options.notifier,
+            clock: options.clock,
+            leaseOwner: options.leaseOwner,
+            logger,
+          });
+    // With tasks disabled no task server passes the startup rules, so no submit wrapper is ever made.
+    this.#wrapper = new TaskToolWrapper({ submit: (...args) => this.service.submit(...args) }, logger);
+  }
+
+  /** The task store; throws `McpTasksDisabledError` while `mcpTasks.enabled` is false (no store is opened then). */
+  get store(): TaskStore {
+    if (this.#store === null) throw new McpTasksDisabledError();
+    return this.#store;
+  }
+
+  /** The task service on `store`; throws `McpTasksDisabledError` while `mcpTasks.enabled` is false. */
+  get service(): McpTaskService {
+    if (this.#service === null) throw new McpTasksDisabledError();
+    return this.#service;
+  }
+
+  /** `mcpTasks.enabled` at startup: without it the runtime has no store. */
+  get enabled(): boolean {
+    return this.settings.enabled;
   }
 
   /** `mcpTasks.enabled` at startup and not stopped: the gateway answers 503 otherwise. */
@@ -149,8 +183,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
       // over. The old one closes once the operations already running on it have settled: a poll cut off by the close
       // would count as a failed poll (stop() still aborts them).
       this.#ownsToolkit = false;
-      this.#replacedClosing = this.service
-        .settled()
+      this.#replacedClosing = (this.#service?.settled() ?? Promise.resolve())
         .then(() => previous.close())
         .catch(() => undefined);
     }
@@ -171,16 +204,17 @@ export class TaskRuntime implements ToolkitTaskHooks {
 
   /** One pass of the service: cancellations, claim and poll, notifications. */
   runOnce(now?: Date): Promise<TickReport> {
-    return this.service.runOnce(now);
+    // The service's own promise when there is one; a rejection, never a throw, without (tasks disabled).
+    return this.#service?.runOnce(now) ?? Promise.reject(new McpTasksDisabledError());
   }
 
   /** Stops the service (in-flight remote calls are aborted), then closes what the runtime opened. Idempotent. */
   stop(): Promise<void> {
     this.#stopped ??= (async () => {
-      await this.service.stop();
+      await this.#service?.stop();
       if (this.#ownsToolkit) await this.#toolkit?.close();
       await this.#replacedClosing;
-      if (this.#ownsStore) await this.store.close();
+      if (this.#ownsStore) await this.#store?.close();
     })();
     return this.#stopped;
   }
@@ -194,6 +228,7 @@ export class TaskRuntime implements ToolkitTaskHooks {
 /**
  * Reads the config, checks the startup rules, opens the store (running its migrations) and builds the service.
  * Throws an `McpTaskConfigurationError` when task toolsets are configured while `mcpTasks.enabled` is false.
+ * With `mcpTasks.enabled` false nothing is opened: the runtime has no store (see `McpTasksDisabledError`).
  */
 export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promise<TaskRuntime> {
   const logger = options.logger ?? consoleLogger;
@@ -209,6 +244,7 @@ export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promi
       );
     }
   }
+  if (!config.mcpTasks.enabled) return new TaskRuntime(null, config, { ...options, ownsStore: false });
   const store =
     options.store ??
     (await openTaskStore({

@@ -3,10 +3,12 @@
  * cancellations → claim → one `Send` per claimed task (poll and apply, fenced) → notifications. Its state
  * reports what the tick did. The graph holds no task rows in its state: a claimed row stays in this process
  * (keyed by the tick) and the `Send` carries only its id, so no remote id or driver data reaches a checkpoint.
+ * On a runtime with `mcpTasks.enabled` false the graph still builds (Studio shows it; a `notifier` option throws),
+ * and every run fails at its first node with `McpTasksDisabledError`.
  */
 import { randomUUID } from "node:crypto";
 import { Annotation, END, Overwrite, Send, START, StateGraph } from "@langchain/langgraph";
-import type { PollOutcome, TaskNotifier, TaskRecord, TaskRuntime } from "../tasks";
+import type { McpTaskService, PollOutcome, TaskNotifier, TaskRecord, TaskRuntime } from "../tasks";
 import { silentLogger, type Logger } from "../shared/logger";
 import { cutCodePoints } from "../tasks/payload";
 
@@ -100,19 +102,20 @@ function resetCounters(): Update {
 
 export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
   const { runtime } = options;
-  const service = runtime.service;
+  // Read when a node runs: with tasks disabled it is a run that fails (McpTasksDisabledError), not the graph's build.
+  const service = (): McpTaskService => runtime.service;
   const logger = options.logger ?? silentLogger;
-  if (options.notifier) service.useNotifier(options.notifier);
+  if (options.notifier) service().useNotifier(options.notifier);
   /** Rows claimed by ticks of this process that are still being polled, per tick. */
   const claims = new Map<string, { at: Date; rows: Map<string, TaskRecord> }>();
   const tickTime = (state: State): Date => (state.now ? new Date(state.now) : runtime.store.now());
   /** Every phase claims at most this many rows; a phase that handled as many may have left more due. */
-  const full = (handled: number): boolean => handled >= service.settings.max_concurrent_polls;
+  const full = (handled: number): boolean => handled >= runtime.settings.max_concurrent_polls;
 
   const cancellations = async (state: State): Promise<Update> => {
     const at = tickTime(state);
     if (Number.isNaN(at.getTime())) throw new RangeError("the worker graph's `now` must be an ISO date-time");
-    const report = await service.runCancellations(at);
+    const report = await service().runCancellations(at);
     return {
       ...resetCounters(),
       tick: randomUUID(),
@@ -126,7 +129,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
 
   const claim = async (state: State): Promise<Update> => {
     const at = new Date(state.tickAt);
-    const rows = await service.claimDuePolls(at);
+    const rows = await service().claimDuePolls(at);
     if (rows.length > 0) claims.set(state.tick, { at, rows: new Map(rows.map((row) => [row.id, row])) });
     return { claimed: rows.length, backlog: full(rows.length) };
   };
@@ -146,7 +149,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
       return { errors: 1, polls: [{ taskId: input.taskId, outcome: "error" }] };
     }
     try {
-      const result = await service.pollClaimed(record, claimed.at);
+      const result = await service().pollClaimed(record, claimed.at);
       const counted: Record<PollOutcome["outcome"], TickCounter> = {
         applied: "applied",
         "discarded-by-fence": "discarded",
@@ -159,7 +162,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
       if (result.outcome === "applied") summary.status = result.status;
       return { [counted[result.outcome]]: 1, polls: [summary] } as Update;
     } catch (err) {
-      if (service.stopped) throw err;
+      if (service().stopped) throw err;
       logger.error(`Unexpected MCP task poll failure (task_id=${input.taskId}); the lease will expire for recovery: ${errorText(err)}`);
       return { errors: 1, polls: [{ taskId: input.taskId, outcome: "error" }] };
     } finally {
@@ -170,7 +173,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
 
   const notifications = async (state: State): Promise<Update> => {
     claims.delete(state.tick);
-    const report = await service.runNotifications(state.now ? new Date(state.now) : runtime.store.now());
+    const report = await service().runNotifications(state.now ? new Date(state.now) : runtime.store.now());
     return {
       notified: report.notified,
       delivered: report.delivered,

@@ -5,7 +5,7 @@
  * is logged and the loop goes on. `stop()` lets the tick in progress finish (for at most `drainTimeoutMs`), then abandons it: what it had
  * claimed stays leased until the lease expires, and fenced writes keep a late answer from landing.
  */
-import type { TaskNotifier, TaskRuntime } from "../tasks";
+import { McpTasksDisabledError, type TaskNotifier, type TaskRuntime } from "../tasks";
 import { consoleLogger, type Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
 import { setClampedTimeout } from "../shared/timers";
@@ -50,6 +50,8 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
     if (options.runtime || options.notifier) throw new TypeError("give startTaskWorker either a graph or a runtime (with its notifier), not both");
     graph = options.graph;
   } else if (options.runtime) {
+    // Every tick would fail: refuse now, once, rather than log that failure every interval.
+    if (!options.runtime.settings.enabled) throw new McpTasksDisabledError();
     graph = createTaskWorkerGraph({ runtime: options.runtime, notifier: options.notifier, logger });
   } else {
     throw new TypeError("startTaskWorker needs a runtime or a graph");
