@@ -9,7 +9,7 @@ import * as path from "node:path";
 import { runCli, type CliIo } from "../../lib/cli";
 import type { TaskRuntime } from "../../lib/tasks";
 import type { FileNotifierLine, TaskWorkerTickReport } from "../../lib/worker";
-import { startHttpFixture, stdioFixture, TaskBoard } from "../fixtures";
+import { JOB_TOOLSET, startHttpFixture, stdioFixture, TaskBoard } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { startWorkerChild, type WorkerChild } from "../worker/cli-child";
@@ -68,7 +68,7 @@ describe("in process", () => {
 
   test("a stdio task server gets one warning at startup: this worker polls its tasks in children of its own", async () => {
     const s = await setup();
-    const toolset = { name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+    const toolset = { name: "build", ...JOB_TOOLSET };
     const both = await writeConfig(
       s.dir,
       {

@@ -10,10 +10,10 @@ import { Hono } from "hono";
 import { createMcpToolkit, silentLogger, type McpToolkit } from "../../lib";
 import { createGatewayApp, PUBLIC_ERROR_MAX_CHARS } from "../../lib/gateway";
 import { createTaskRuntime, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 
-const TOOLSET = { name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
+const TOOLSET = { name: "build", ...JOB_TOOLSET };
 const SUMMARY_KEYS = ["cancel_requested", "created_at", "error", "status", "task_id", "task_name", "tracking_degraded", "updated_at"];
 
 let board: TaskBoard;

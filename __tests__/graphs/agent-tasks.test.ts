@@ -8,14 +8,13 @@ import * as path from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { MemorySaver } from "@langchain/langgraph";
 import { createGraphNotifier, notificationIdempotencyKey, type SubmittedTask } from "../../lib/tasks";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 // The module reads the environment when the first agent is built, not on import.
 import * as agentModule from "../../graphs/agent";
 import { closeServerTasks } from "../../graphs/server-tasks";
 import { taskDelivery } from "../tasks/deliveries";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const saved = { config: process.env.MCP_HARNESS_CONFIG, db: process.env.MCP_HARNESS_DATABASE_URL, model: process.env.MCP_HARNESS_MODEL };
 let http: StreamableHttpFixture;
 
@@ -24,7 +23,7 @@ beforeAll(async () => {
   const dir = await makeTempDir("agent-tasks-");
   process.env.MCP_HARNESS_CONFIG = await writeConfig(dir, {
     mcpTasks: { enabled: true },
-    mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+    mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
   });
   process.env.MCP_HARNESS_DATABASE_URL = `sqlite:${path.join(dir, "tasks.sqlite")}`;
   delete process.env.MCP_HARNESS_MODEL;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { writeFile } from "node:fs/promises";
 import * as path from "node:path";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 
 type ServerTasksModule = typeof import("../../graphs/server-tasks");
@@ -55,7 +55,7 @@ test("a config fixed after startup gets the runtime its worker and its task rout
 
   await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 300 },
-    mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" }] } },
+    mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
   });
   expect((await route()).status).toBe(503); // this request starts the runtime; it is not running yet
   const tasks = await serverTasks.getServerTasks();

@@ -10,11 +10,10 @@ import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { REDACTED } from "../../lib/shared";
 import type { McpToolInterceptor } from "../../lib/shared/interceptor";
 import { createTaskRuntime, MemoryTaskNotifier, TaskSubmitRequest, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, ManualClock, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { storedRows } from "../fixtures/task-rows";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const SECRET = 'static-Key/Ab12+cd34"q';
 
 /** A page of items with the cursor to the next one: an array of its own class, serialized by its `toJSON`. */
@@ -82,7 +81,7 @@ describe("class instances in a task's status answer", () => {
     const dir = await makeTempDir("task-instance-");
     const configPath = await writeConfig(dir, {
       mcpTasks: { enabled: true, poll_interval_seconds: 5 },
-      mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+      mcpServers: { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
     });
     const dbPath = path.join(dir, "tasks.sqlite");
     const clock = new ManualClock();
@@ -98,7 +97,7 @@ describe("class instances in a task's status answer", () => {
       serverName: "jobs",
       taskName: "build",
       arguments: { label: "p" },
-      driverData: { ...TOOLSET },
+      driverData: { ...JOB_TOOLSET },
     });
     const record = await runtime.service.submit("ordinary-tools", request);
     await runtime.runOnce(clock.advance(5));

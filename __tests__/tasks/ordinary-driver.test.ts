@@ -6,11 +6,10 @@ import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { McpTaskProtocolError, TaskStatus, type TaskReference } from "../../lib/tasks";
 import { OrdinaryToolsDriver, toolkitTaskCaller, TaskSubmitRequest } from "../../lib/tasks";
 import { createMcpToolkit, silentLogger, type McpToolkit } from "../../lib";
-import { echoForms, makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import { echoForms, JOB_TOOLSET, makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 
 const SECRET = "tok-Zq9";
-const ROLES = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 
 let http: StreamableHttpFixture;
 let board: TaskBoard;
@@ -37,21 +36,21 @@ afterAll(async () => {
   await http.close();
 });
 
-function request(server: string, args: Record<string, unknown>, roles: Record<string, string> = ROLES): TaskSubmitRequest {
+function request(server: string, args: Record<string, unknown>, roles: Record<string, string> = JOB_TOOLSET): TaskSubmitRequest {
   return new TaskSubmitRequest({ userId: "u1", threadId: "t1", serverName: server, taskName: "job", arguments: args, driverData: roles });
 }
 
 async function submitted(server: string, args: Record<string, unknown>): Promise<TaskReference> {
   const submission = await driver.submit(request(server, args));
-  return { localTaskId: "local-1", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: ROLES };
+  return { localTaskId: "local-1", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: JOB_TOOLSET };
 }
 
 test.each(["web", "local"])("%s: submit, running → working, then completed with the result", async (server) => {
   const submission = await driver.submit(request(server, { label: "a", steps: 2 }));
   expect(submission.snapshot.status).toBe(TaskStatus.SUBMITTED);
-  expect(submission.driverData).toEqual(ROLES);
+  expect(submission.driverData).toEqual(JOB_TOOLSET);
   expect(submission.driverData).not.toHaveProperty("remote_task_id");
-  const ref: TaskReference = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: ROLES };
+  const ref: TaskReference = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: server, remoteTaskId: submission.remoteTaskId, driverData: JOB_TOOLSET };
   expect((await driver.getStatus(ref)).status).toBe(TaskStatus.WORKING);
   const done = await driver.getStatus(ref);
   expect(done.status).toBe(TaskStatus.COMPLETED);
@@ -68,7 +67,7 @@ test("failed, input_required, poll hints and task_not_found map onto snapshots",
     status: "failed",
     error: "Remote MCP task was not found",
   });
-  const gone = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: "web", remoteTaskId: "never-issued", driverData: ROLES };
+  const gone = { localTaskId: "x", userId: "u1", threadId: "t1", serverName: "web", remoteTaskId: "never-issued", driverData: JOB_TOOLSET };
   expect(await driver.getStatus(gone)).toMatchObject({ status: "failed", error: "no such job" });
 });
 
@@ -130,7 +129,7 @@ test("a submit answer that is not {task_id, status: running} or a missing role i
   await expect(driver.submit(request("web", { label: "x" }, { status_tool: "job_status", cancel_tool: "job_cancel" }))).rejects.toThrow(
     new McpTaskProtocolError("Task driver_data is missing required 'submit_tool'"),
   );
-  const wrongTool = { ...ROLES, submit_tool: "job_log" };
+  const wrongTool = { ...JOB_TOOLSET, submit_tool: "job_log" };
   await expect(driver.submit(request("web", {}, wrongTool))).rejects.toBeInstanceOf(McpTaskProtocolError);
   const refused = await driver.submit(request("web", { label: "r", submit_error: true })).catch((e: unknown) => e);
   expect(refused).not.toBeInstanceOf(McpTaskProtocolError);

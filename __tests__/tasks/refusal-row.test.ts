@@ -7,12 +7,11 @@ import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import * as path from "node:path";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { createTaskRuntime, MemoryTaskNotifier, TaskSubmitRequest, type TaskRuntime } from "../../lib/tasks";
-import { makeTempDir, ManualClock, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { startProxy, type Proxy } from "../fixtures/proxy";
 import { storedRows } from "../fixtures/task-rows";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const SECRET = "sk-task-refused/Zq8+w";
 
 let http: StreamableHttpFixture;
@@ -42,7 +41,7 @@ test("a refused status call: the stored error names the HTTP status, the echoed 
   const dir = await makeTempDir("task-refusal-row-");
   const configPath = await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 5 },
-    mcpServers: { jobs: { type: "http", url: front.url(new URL(http.url).pathname), headers: { "X-Api-Key": "${JOBS_KEY}" }, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+    mcpServers: { jobs: { type: "http", url: front.url(new URL(http.url).pathname), headers: { "X-Api-Key": "${JOBS_KEY}" }, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
   });
   const env = { JOBS_KEY: SECRET };
   const dbPath = path.join(dir, "tasks.sqlite");
@@ -53,7 +52,7 @@ test("a refused status call: the stored error names the HTTP status, the echoed 
   await toolkit.getTools();
   const record = await runtime.service.submit(
     "ordinary-tools",
-    new TaskSubmitRequest({ userId: "ann", threadId: "th-refused", serverName: "jobs", taskName: "build", arguments: { label: "r" }, driverData: { ...TOOLSET } }),
+    new TaskSubmitRequest({ userId: "ann", threadId: "th-refused", serverName: "jobs", taskName: "build", arguments: { label: "r" }, driverData: { ...JOB_TOOLSET } }),
   );
   front.rule = (r) =>
     r.rpcMethod === "tools/call" && r.params?.name === "job_status"

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from "@jest/globals";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { McpTaskDriverRegistry, McpTaskService, OrdinaryToolsDriver, TaskSubmitRequest, toolkitTaskCaller, type TaskStore } from "../../lib/tasks";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { settings } from "./scripted-driver";
 import { ManualClock, openStore, targets } from "./store/helpers";
@@ -18,7 +18,6 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
   return { promise, resolve };
 }
 
-const ROLES = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 const target = targets()[0];
 
 let http: StreamableHttpFixture;
@@ -67,7 +66,7 @@ test("the caller cancelled while an interceptor after `next` runs: the job the s
   answered = deferred();
   release = deferred();
   const caller = new AbortController();
-  const request = new TaskSubmitRequest({ userId: "u1", threadId: "t1", serverName: "jobs", taskName: "job", arguments: { label: "a", steps: 50 }, driverData: ROLES });
+  const request = new TaskSubmitRequest({ userId: "u1", threadId: "t1", serverName: "jobs", taskName: "job", arguments: { label: "a", steps: 50 }, driverData: JOB_TOOLSET });
   const submitting = service.submit("ordinary", request, { signal: caller.signal });
   const outcome = submitting.then(
     () => "submitted",

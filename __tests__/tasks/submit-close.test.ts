@@ -14,10 +14,9 @@ import { z } from "zod";
 import { createMcpToolkit, RecordingLogger } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime } from "../../lib/tasks";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 
-const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 let board: TaskBoard;
 let http: StreamableHttpFixture;
 
@@ -70,7 +69,7 @@ test("close() while the submit runs on the server: the call ends with ToolkitClo
   const proxy = await slowSubmitProxy(http.url, () => closeToolkit());
   const configPath = await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 5 },
-    mcpServers: { jobs: { type: "http", url: proxy.url, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+    mcpServers: { jobs: { type: "http", url: proxy.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
   });
   const logger = new RecordingLogger();
   const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, logger });

@@ -13,10 +13,10 @@ import {
 } from "../../lib/tasks";
 import { makeTempDir, writeConfig } from "../fixtures/config";
 import { ManualClock as Clock } from "../fixtures/clock";
+import { JOB_TOOLSET } from "../fixtures/task-tools";
 
 export { Clock };
 
-export const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 
 /** A MemoryTaskNotifier that emits "delivery" after every launched run: tests wait on it, not on time. */
 export class EventedNotifier extends MemoryTaskNotifier {
@@ -36,7 +36,7 @@ export class EventedNotifier extends MemoryTaskNotifier {
 export function jobsConfig(url: string, tasks: Record<string, unknown> = {}) {
   return {
     mcpTasks: { enabled: true, poll_interval_seconds: 5, ...tasks },
-    mcpServers: { jobs: { type: "http", url, task_toolsets: [{ name: "build", ...TOOLSET }] } },
+    mcpServers: { jobs: { type: "http", url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
   };
 }
 
@@ -78,7 +78,7 @@ export function submitJob(runtime: TaskRuntime, args: Record<string, unknown>, s
       serverName: "jobs",
       taskName: "build",
       arguments: args,
-      driverData: { ...TOOLSET },
+      driverData: { ...JOB_TOOLSET },
     }),
   );
 }

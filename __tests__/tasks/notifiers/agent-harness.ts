@@ -24,13 +24,12 @@ import {
   type TaskRuntime,
 } from "../../../lib/tasks";
 import { afterAll, afterEach, beforeAll } from "@jest/globals";
-import { makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, TaskBoard, writeConfig } from "../../fixtures";
 import type { StreamableHttpFixture } from "../../fixtures/http-server";
 import { ManualClock as Clock } from "../../fixtures/clock";
 
 export { Clock };
 
-export const TOOLSET = { submit_tool: "start_job", status_tool: "job_status", cancel_tool: "job_cancel" };
 export const RunContext = z.object({ user_id: z.string(), non_interactive: z.boolean().optional() });
 
 /** A gate the `wait_here` tool blocks on. */
@@ -116,7 +115,7 @@ export async function startAgentHarness(jobsUrl: string, taskName = "build"): Pr
   const dir = await makeTempDir("graph-notifier-");
   const configPath = await writeConfig(dir, {
     mcpTasks: { enabled: true, poll_interval_seconds: 5 },
-    mcpServers: { jobs: { type: "http", url: jobsUrl, task_toolsets: [{ name: taskName, ...TOOLSET }] } },
+    mcpServers: { jobs: { type: "http", url: jobsUrl, task_toolsets: [{ name: taskName, ...JOB_TOOLSET }] } },
   });
   const clock = new Clock();
   let agent: ReturnType<typeof buildAgent> | undefined;
