@@ -8,7 +8,7 @@
  */
 import { adminTokenAuthorize, createGatewayApp, type GatewayTaskRuntime } from "../lib";
 import { langGraphServerLoopback, type TaskRuntime } from "../lib/tasks/index";
-import { getServerTasks, resetServerTools, startServerTaskWorker } from "./server-tasks";
+import { getServerTasks, resetServerTools, serverTasksDisabled, startServerTaskWorker } from "./server-tasks";
 
 /**
  * The task routes on the server's task runtime: 503 until it has started (and when tasks are off). Inside the
@@ -37,6 +37,11 @@ class ServerTaskRoutesRuntime implements GatewayTaskRuntime {
   get running(): boolean {
     if (!this.#loading) this.#load();
     return this.#runtime?.running ?? false;
+  }
+
+  /** `false` once the config was read with tasks disabled: the 503 then says so. */
+  get enabled(): boolean {
+    return !serverTasksDisabled();
   }
 
   get settings(): GatewayTaskRuntime["settings"] {

@@ -93,6 +93,8 @@ class ServerNotifier implements TaskNotifier {
 interface ServerTaskState {
   tasks?: Promise<ServerTasks | null>;
   worker?: Promise<TaskWorker | null>;
+  /** The config read said `mcpTasks.enabled` false: `tasks` is null for good (not a config to read again). */
+  disabled?: boolean;
 }
 
 // One per process even if the server's loader evaluates this module twice (once per importing graph file).
@@ -119,7 +121,10 @@ export function getServerTasks(): Promise<ServerTasks | null> {
       s.tasks = undefined;
       return null;
     }
-    if (!enabled) return null;
+    if (!enabled) {
+      s.disabled = true;
+      return null;
+    }
     const runtime = await createTaskRuntime({ notifier: new ServerNotifier() });
     return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
   })().then(
@@ -133,6 +138,11 @@ export function getServerTasks(): Promise<ServerTasks | null> {
     },
   );
   return s.tasks;
+}
+
+/** Whether `getServerTasks()` has found `mcpTasks.enabled` false in the config (so it answers null for good). */
+export function serverTasksDisabled(): boolean {
+  return state().disabled === true;
 }
 
 /**
@@ -188,6 +198,7 @@ export async function closeServerTasks(): Promise<void> {
   const { worker, tasks } = s;
   s.worker = undefined;
   s.tasks = undefined;
+  s.disabled = undefined;
   await (await worker)?.stop();
   const started = await tasks?.catch(() => null);
   if (!started) return;

@@ -3,16 +3,20 @@
  * no database connection is made (an unreachable PostgreSQL URL is fine, a real one gets no schema), and whatever
  * needs the store says in one line that tasks are disabled in the config, never a path or a value.
  */
-import { afterAll, expect, test } from "@jest/globals";
+import { afterAll, describe, expect, test } from "@jest/globals";
 import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import * as path from "node:path";
+import { HumanMessage } from "@langchain/core/messages";
+import { MemorySaver } from "@langchain/langgraph";
+import { createAgent } from "langchain";
 import { Client } from "pg";
-import { createMcpToolkit, createGatewayApp, silentLogger } from "../../lib";
+import { createMcpToolkit, createGatewayApp, RecordingLogger, silentLogger } from "../../lib";
+import { createDemoChatModel } from "../../lib/agent";
 import { ExtensionsConfigSchema } from "../../lib/config";
-import { createBackgroundTaskTools, createTaskRuntime, McpTasksDisabledError, TaskRuntime } from "../../lib/tasks";
+import { createBackgroundTaskTools, createBackgroundTasksMiddleware, createTaskRuntime, McpTasksDisabledError, TaskRuntime } from "../../lib/tasks";
 import { createTaskWorkerGraph, startTaskWorker } from "../../lib/worker";
-import { makeTempDir, writeConfig } from "../fixtures";
+import { makeTempDir, startHttpFixture, writeConfig } from "../fixtures";
 import { PG_URL } from "./store/helpers";
 
 const DISABLED = "durable tasks are disabled in the config (mcpTasks.enabled is false)";
@@ -111,4 +115,78 @@ test("a runtime built directly with tasks enabled and no store is refused, not t
   expect(() => new TaskRuntime(null, config, { ownsStore: false, logger: silentLogger })).toThrow(
     new TypeError("a task runtime with mcpTasks.enabled needs a task store"),
   );
+});
+
+test("startTaskWorker refuses a worker graph built on a disabled runtime too, rather than log a failed tick every interval", async () => {
+  const { runtime } = await disabledRuntime();
+  const logger = new RecordingLogger();
+  const graph = createTaskWorkerGraph({ runtime });
+  expect(await refusalOf(() => startTaskWorker({ graph, intervalMs: 0, logger }).stop())).toBe(DISABLED);
+  expect(logger.lines).toEqual([]);
+});
+
+test("the background_tasks middleware refuses at creation, as the background task tools do: no warning on every run", async () => {
+  const { runtime } = await disabledRuntime();
+  const logger = new RecordingLogger();
+  expect(await refusalOf(() => createBackgroundTasksMiddleware(runtime, { logger }))).toBe(DISABLED);
+  expect(logger.lines).toEqual([]);
+});
+
+describe("a toolkit on a disabled runtime", () => {
+  async function setup() {
+    const http = await startHttpFixture({ name: "plain", toolNames: ["echo"] });
+    const dir = await makeTempDir("tasks-off-kit-");
+    const configPath = await writeConfig(dir, { mcpTasks: { enabled: false }, mcpServers: { plain: { type: "http", url: http.url } } });
+    const env = { MCP_HARNESS_DATA_DIR: path.join(dir, "data") };
+    const runtime = await createTaskRuntime({ configPath, env, cwd: dir, logger: silentLogger, toolkitOptions: { dataDir: path.join(dir, "ws") } });
+    runtimes.push(runtime);
+    const toolkit = () => createMcpToolkit({ configPath, env, cwd: dir, logger: silentLogger, dataDir: path.join(dir, "ws"), taskRuntime: runtime });
+    return { http, dir, runtime, toolkit };
+  }
+
+  test("lists and calls ordinary tools, in an agent run, and no task database appears", async () => {
+    const { http, dir, runtime, toolkit } = await setup();
+    const kit = toolkit();
+    try {
+      const tools = await kit.getTools();
+      expect(tools.map((t) => t.name)).toEqual(["plain_echo"]);
+      const agent = createAgent({ model: createDemoChatModel(), tools, checkpointer: new MemorySaver() });
+      const out = await agent.invoke({ messages: [new HumanMessage('please plain_echo {"text":"hi"}')] }, { configurable: { thread_id: "th-1" } });
+      expect(out.messages.find((m) => m.getType() === "tool")!.text).toBe("hi");
+    } finally {
+      await kit.close();
+      await runtime.stop();
+      await http.close();
+    }
+    expect((await readdir(dir)).includes("data")).toBe(false);
+  });
+
+  test("close() and stop() in either order, twice, and with the runtime's own toolkit replaced by an agent's", async () => {
+    const stopFirst = await setup();
+    const a = stopFirst.toolkit();
+    await a.getTools();
+    await stopFirst.runtime.stop();
+    await stopFirst.runtime.stop();
+    await a.close();
+    await a.close();
+    await stopFirst.http.close();
+
+    const closeFirst = await setup();
+    const b = closeFirst.toolkit();
+    await b.getTools();
+    await b.close();
+    await closeFirst.runtime.stop();
+    await closeFirst.http.close();
+
+    const replaced = await setup();
+    const own = replaced.runtime.toolkit; // a process that asked the runtime for its toolkit before the agent made one
+    expect((await own.getTools()).map((t) => t.name)).toEqual(["plain_echo"]);
+    const agentKit = replaced.toolkit();
+    expect((await agentKit.getTools()).map((t) => t.name)).toEqual(["plain_echo"]);
+    await replaced.runtime.stop(); // waits for the own toolkit's close
+    await expect(own.getTools()).rejects.toThrow();
+    expect((await agentKit.getTools()).map((t) => t.name)).toEqual(["plain_echo"]);
+    await agentKit.close();
+    await replaced.http.close();
+  });
 });

@@ -100,6 +100,14 @@ function resetCounters(): Update {
   return update as Update;
 }
 
+/** Graphs built on a runtime with `mcpTasks.enabled` false: every run fails, so `startTaskWorker` refuses them. */
+const onDisabledRuntime = new WeakSet<object>();
+
+/** Whether `graph` was built on a runtime with tasks disabled (each of its runs fails). */
+export function builtOnDisabledRuntime(graph: object): boolean {
+  return onDisabledRuntime.has(graph);
+}
+
 export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
   const { runtime } = options;
   // Read when a node runs: with tasks disabled it is a run that fails (McpTasksDisabledError), not the graph's build.
@@ -186,7 +194,7 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
     };
   };
 
-  return new StateGraph(TaskWorkerState)
+  const graph = new StateGraph(TaskWorkerState)
     .addNode("cancellations", cancellations)
     .addNode("claim", claim)
     .addNode("poll", poll as unknown as (state: State) => Promise<Update>)
@@ -197,6 +205,8 @@ export function createTaskWorkerGraph(options: TaskWorkerGraphOptions) {
     .addEdge("poll", "notifications")
     .addEdge("notifications", END)
     .compile({ name: "mcp_task_worker" });
+  if (!runtime.enabled) onDisabledRuntime.add(graph);
+  return graph;
 }
 
 export type TaskWorkerGraph = ReturnType<typeof createTaskWorkerGraph>;

@@ -10,7 +10,7 @@ import { consoleLogger, type Logger } from "../shared/logger";
 import { withCallSignal } from "../shared/abort";
 import { setClampedTimeout } from "../shared/timers";
 import { cutCodePoints } from "../tasks/payload";
-import { createTaskWorkerGraph, tickReport, type TaskWorkerGraph, type TaskWorkerTickReport } from "./graph";
+import { builtOnDisabledRuntime, createTaskWorkerGraph, tickReport, type TaskWorkerGraph, type TaskWorkerTickReport } from "./graph";
 
 const LOGGED_ERROR_MAX_CHARS = 500;
 const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
@@ -48,9 +48,10 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
   let graph: TaskWorkerGraph;
   if (options.graph) {
     if (options.runtime || options.notifier) throw new TypeError("give startTaskWorker either a graph or a runtime (with its notifier), not both");
+    // Every tick would fail: refuse now, once, rather than log that failure every interval.
+    if (builtOnDisabledRuntime(options.graph)) throw new McpTasksDisabledError();
     graph = options.graph;
   } else if (options.runtime) {
-    // Every tick would fail: refuse now, once, rather than log that failure every interval.
     if (!options.runtime.settings.enabled) throw new McpTasksDisabledError();
     graph = createTaskWorkerGraph({ runtime: options.runtime, notifier: options.notifier, logger });
   } else {

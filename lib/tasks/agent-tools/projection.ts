@@ -62,6 +62,8 @@ export interface BackgroundTasksMiddlewareOptions {
  * run, for the run's user and thread (`context.user_id`, `configurable.thread_id`, as the task tools read them).
  */
 export function createBackgroundTasksMiddleware(runtime: { service: Pick<BackgroundTaskService, "listTasks"> }, options: BackgroundTasksMiddlewareOptions = {}) {
+  // Read once, as createBackgroundTaskTools does: a runtime with tasks disabled refuses here, not with a warning every run.
+  const { service } = runtime;
   const logger = options.logger ?? silentLogger;
   return createMiddleware({
     name: "BackgroundTasksProjection",
@@ -74,7 +76,7 @@ export function createBackgroundTasksMiddleware(runtime: { service: Pick<Backgro
       // A run whose user or thread cannot be told is not shown the "default" ones' tasks.
       if (threadId === undefined || unusableRunId(asTool) !== undefined) return undefined;
       try {
-        return { [BACKGROUND_TASKS_KEY]: await projectBackgroundTasks(runtime.service, threadId, runUserId(asTool) ?? "default") };
+        return { [BACKGROUND_TASKS_KEY]: await projectBackgroundTasks(service, threadId, runUserId(asTool) ?? "default") };
       } catch (err) {
         logger.warn(`Could not project background tasks into the thread state: ${err instanceof Error ? err.name : typeof err}`);
         return undefined;
