@@ -7,20 +7,15 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { mkdir, writeFile } from "node:fs/promises";
 import { realpathSync } from "node:fs";
 import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
-import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
-import { runningCall, toolNodeGraph } from "../fixtures/graph";
+import { agentTurn, runningCall, toolNodeGraph } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
 
-const RunContext = z.object({ user_id: z.string() });
 const SECRET = "adopt-secret-7f3c9e21d4";
 process.env.ADOPT_TEST_SECRET = SECRET;
 const launch = stdioFixture({ name: "local", toolNames: ["pid", "await_file", "leak"], tasks: true });
@@ -73,14 +68,6 @@ async function setup(maxStdioSessions?: number): Promise<Setup> {
   return { dir, runtime, toolkit, tools: await toolkit.getTools(), clock, logger };
 }
 
-type Call = ReturnType<typeof ScriptedChatModel.toolCall>;
-
-async function agentTurn(tools: DynamicStructuredTool[], user: string, thread: string, calls: Call[]): Promise<ToolMessage[]> {
-  const model = new ScriptedChatModel([...calls, { content: "done" }]);
-  const agent = createAgent({ model, tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
-  return result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
-}
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);

@@ -5,19 +5,14 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
-import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
 import { storedRows } from "../fixtures/task-rows";
-
-const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 
@@ -68,22 +63,13 @@ async function setup(maxStdioSessions?: number, extra: Record<string, unknown> =
   return { dir, configPath, dbPath, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock, logger };
 }
 
-type Call = ReturnType<typeof ScriptedChatModel.toolCall>;
-
-/** One agent turn on (user, thread) making `calls` in order; the ToolMessages it got. */
-async function agentTurn(s: Setup, user: string, thread: string, calls: Call[]): Promise<ToolMessage[]> {
-  const model = new ScriptedChatModel([...calls, { content: "done" }]);
-  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
-  return result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
-}
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);
 
 /** The child's pid and the local task id of a submit made in a fresh (user, thread) scope. */
 async function submitWithPid(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
-  const [pid, submitted] = await agentTurn(s, user, thread, [pidCall("pid-1"), submitCall(args)]);
+  const [pid, submitted] = await agentTurn(s.tools, user, thread, [pidCall("pid-1"), submitCall(args)]);
   expect(submitted!.status).not.toBe("error");
   return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
 }
@@ -93,7 +79,7 @@ describe("the LRU bound and a child holding a pending task", () => {
     const s = await setup(1);
     const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
     // Another thread of the user: a second child, beyond the bound.
-    const [other] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
+    const [other] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
     const second = Number(other!.content);
     expect(second).not.toBe(first);
     // The bound is kept: one of the two children goes once its call is over, and it is not the one holding the job.
@@ -110,8 +96,8 @@ describe("the LRU bound and a child holding a pending task", () => {
   test("bound 2: the idle child without a task goes, not the least recently used one holding a task; exactly 2 live", async () => {
     const s = await setup(2);
     const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", mode: "held" });
-    const [b] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
-    const [c] = await agentTurn(s, "bob", "th-c", [pidCall("pid-c")]);
+    const [b] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
+    const [c] = await agentTurn(s.tools, "bob", "th-c", [pidCall("pid-c")]);
     const [pidB, pidC] = [Number(b!.content), Number(c!.content)];
     expect(await waitUntil(() => [holder, pidB, pidC].filter(alive).length === 2)).toBe(true);
     expect([alive(holder), alive(pidB), alive(pidC)]).toEqual([true, false, true]);
@@ -125,7 +111,7 @@ describe("the LRU bound and a child holding a pending task", () => {
     const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("completed");
-    const [other] = await agentTurn(s, "bob", "th-b", [pidCall("pid-b")]);
+    const [other] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
     const second = Number(other!.content);
     expect(await waitUntil(() => !alive(first) || !alive(second))).toBe(true);
     expect([alive(first), alive(second)]).toEqual([false, true]);
@@ -151,7 +137,7 @@ describe("a stdio task polled on its child", () => {
     try {
       const s = await setup(undefined, { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } });
       const { pid, taskId } = await submitWithPid(s, "bob", "th-a", { label: "s", steps: 3 });
-      const [onHttp] = await agentTurn(s, "bob", "th-a", [ScriptedChatModel.toolCall("jobs_start_job", { label: "h", steps: 2 }, "h-1")]);
+      const [onHttp] = await agentTurn(s.tools, "bob", "th-a", [ScriptedChatModel.toolCall("jobs_start_job", { label: "h", steps: 2 }, "h-1")]);
       const httpTask = (JSON.parse(String(onHttp!.content)) as SubmittedTask).task_id;
       for (let i = 0; i < 3; i += 1) await s.runtime.runOnce(s.clock.advance(5));
       const row = await s.runtime.service.getTask(taskId, "bob");
@@ -190,7 +176,7 @@ describe("a reload and a child holding a pending task", () => {
   test("a hot reload (the task server's description edited) keeps the holder for the new generation; other children close", async () => {
     const s = await setup();
     const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 2 });
-    const [plain] = await agentTurn(s, "cy", "th-b", [pidCall("pid-b")]);
+    const [plain] = await agentTurn(s.tools, "cy", "th-b", [pidCall("pid-b")]);
     await writeConfig(s.dir, config({}, "jobs, edited"));
     const tools = await s.toolkit.getTools();
     expect(await waitUntil(() => !alive(Number(plain!.content)))).toBe(true);
@@ -202,7 +188,7 @@ describe("a reload and a child holding a pending task", () => {
     expect([row?.status, row?.error]).toEqual(["completed", null]);
     expect(row?.result).toMatchObject({ label: "a", pid: holder, step: 2 });
     // The new generation's pool owns it: the scope's next call runs there, and close() ends it.
-    const [again] = await agentTurn({ ...s, tools }, "bob", "th-a", [pidCall("pid-again")]);
+    const [again] = await agentTurn(tools, "bob", "th-a", [pidCall("pid-again")]);
     expect(Number(again!.content)).toBe(holder);
     await s.toolkit.close();
     expect(alive(holder)).toBe(false);

@@ -7,19 +7,14 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
-import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
 import { ToolGate as Gate } from "../fixtures/tool-gate";
-
-const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 const gates: Gate[] = [];
@@ -78,14 +73,6 @@ async function setup(maxStdioSessions?: number): Promise<Setup> {
   return { dir, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock, logger, gate };
 }
 
-type Call = ReturnType<typeof ScriptedChatModel.toolCall>;
-
-async function agentTurn(tools: DynamicStructuredTool[], user: string, thread: string, calls: Call[]): Promise<ToolMessage[]> {
-  const model = new ScriptedChatModel([...calls, { content: "done" }]);
-  const agent = createAgent({ model, tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
-  return result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
-}
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>) => ScriptedChatModel.toolCall("local_start_job", args, "submit-1");
