@@ -118,3 +118,26 @@ describe("an SSE server that answers a call 410 Gone on its session id", () => {
     }
   });
 });
+
+describe("a 410 that is not an expired session", () => {
+  test("a stateless server's own 410 on a call is shown as it is, and nothing re-initializes", async () => {
+    const fx = await startHttpFixture({ name: "plain", toolNames: ["echo"], stateless: true, notFoundTool: "echo", notFoundStatus: 410 });
+    const configPath = await writeConfig(await makeTempDir("mcp-410-stateless-"), { mcpServers: { plain: { type: "http", url: fx.url } } });
+    const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger() });
+    try {
+      const graph = toolNodeGraph(await toolkit.getTools());
+      const inits = fx.initializeCount();
+      for (const text of ["one", "two"]) {
+        const message = await callThroughGraph(graph, "plain_echo", { text });
+        expect(message.status).toBe("error");
+        expect(message.content).toContain("(HTTP 410)");
+        expect(message.content).toContain("no such tenant");
+        expect(message.content).not.toContain("no longer knows this MCP session");
+      }
+      expect(fx.initializeCount()).toBe(inits);
+    } finally {
+      await toolkit.close();
+      await fx.close();
+    }
+  });
+});

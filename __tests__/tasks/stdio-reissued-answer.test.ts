@@ -12,7 +12,7 @@ import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { MemorySaver } from "@langchain/langgraph";
 import { createAgent } from "langchain";
 import { z } from "zod";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { REISSUED_REMOTE_TASK_ERROR, type TaskStore } from "../../lib/tasks/store";
@@ -23,9 +23,21 @@ import { ToolGate } from "../fixtures/tool-gate";
 const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
+
+/** When on, answers a failed poll or cancel itself with an error ToolMessage (a common error-handling interceptor). */
+const swallowing = { on: false };
+const swallowErrors: McpToolInterceptor = async (request, next) => {
+  if (!swallowing.on || request.toolName === "start_job") return next(request);
+  try {
+    return await next(request);
+  } catch (err) {
+    return new ToolMessage({ content: `failed: ${(err as Error).message}`, tool_call_id: "swallowed", status: "error" });
+  }
+};
 const gates: (() => void)[] = [];
 
 afterEach(async () => {
+  swallowing.on = false;
   for (const release of gates.splice(0)) release();
   for (const { runtime, toolkit } of open.splice(0)) {
     await toolkit.close();
@@ -62,7 +74,7 @@ async function setup(jobsFile?: (dir: string) => string): Promise<Setup> {
   const statusGate = new ToolGate("job_status");
   gates.push(() => gate.open(), () => statusGate.open());
   const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, interceptors: [gate.interceptor, statusGate.interceptor] });
+  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, interceptors: [swallowErrors, gate.interceptor, statusGate.interceptor] });
   open.push({ runtime, toolkit });
   const reload = async () => {
     await writeConfig(dir, config("jobs, edited"));
@@ -210,5 +222,64 @@ describe("a server keeping its jobs across processes", () => {
     expect([row?.status, row?.error]).toEqual(["completed", null]);
     expect(row?.result).toMatchObject({ label: "kept", step: 2 });
     expect((row?.result as { pid: number }).pid).not.toBe(old.pid);
+  });
+});
+
+/** Fails the store's first insert of the row of remote id `remoteId` (a database failure after the server accepted the job). */
+function failInsert(store: TaskStore, remoteId: string): void {
+  const create = store.create.bind(store);
+  let failed = false;
+  store.create = async (input) => {
+    if (input.remoteTaskId === remoteId && !failed) {
+      failed = true;
+      throw new Error("database unavailable");
+    }
+    return create(input);
+  };
+}
+
+describe("the old task polled after the child that handed its remote id out again let go of that id", () => {
+  test("a new task of that id that could not be stored (its cancel failed too): the old task ends lost, never with the new job's result", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    failInsert(s.runtime.service.store, "job-1");
+    const calls = [ScriptedChatModel.toolCall("local_start_job", { label: "new", steps: 1, cancel_failures: 1, remote_id: "job-1" }, "submit-1")];
+    const agent = createAgent({ model: new ScriptedChatModel([...calls, { content: "done" }]), tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
+    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "bob" }, configurable: { thread_id: "th-a" } });
+    const [submitted] = result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+    expect(submitted!.status).toBe("error");
+    await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error, oldRow?.result ?? null]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR, null]);
+  });
+});
+
+describe("an interceptor answering a refused poll itself", () => {
+  test("the refusal still decides: the old task ends lost once the new task of its id is held, not retried as a failed poll", async () => {
+    const s = await setup();
+    swallowing.on = true;
+    const old = await oldTaskInKilledChild(s);
+    const insert = holdInsert(s.runtime.service.store, "job-1");
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await insert.held;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error, oldRow?.result ?? null]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR, null]);
+    insert.open();
+    await expectOldLostNewCompleted(s, old, await turn);
+  });
+
+  test("while the new submit is under way: the poll is deferred, no error counted", async () => {
+    const s = await setup();
+    swallowing.on = true;
+    const old = await oldTaskInKilledChild(s);
+    const answered = s.gate.arm();
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await answered;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.consecutive_poll_error_count, oldRow?.last_poll_error]).toEqual(["submitted", 0, null]);
+    s.gate.open();
+    await expectOldLostNewCompleted(s, old, await turn);
   });
 });

@@ -46,9 +46,10 @@ export interface McpSession {
    */
   holdTask?(remoteId: string, pending: boolean, issued?: boolean): boolean;
   /**
-   * stdio: whether this child may have handed out `remoteId` itself: "task" while a pending task it answered a submit
-   * with holds that id, "submit" while a submit sent on it has not told yet which id it got (see `holdSubmit`). A
-   * server numbering its jobs per process answers about its own job of that id then, not another process's.
+   * stdio: whether this child may have handed out `remoteId` itself: "task" once it answered a submit with that id
+   * (whether or not that task is still pending, or was stored at all), "submit" while a submit sent on it has not told
+   * yet which id it got (see `holdSubmit`). A server numbering its jobs per process answers about its own job of that id
+   * then, not another process's.
    */
   handedOut?(remoteId: string): "task" | "submit" | undefined;
   /**
@@ -153,7 +154,11 @@ interface Entry {
   tasks?: Set<string>;
   /** stdio: submits whose task is not held yet, nor known to be none (see `McpSession.holdSubmit`). */
   submits?: number;
-  /** stdio: the ids in `tasks` the child issued itself, answering a submit (see `McpSession.handedOut`). */
+  /**
+   * stdio: the ids the child issued itself, answering a submit (see `McpSession.handedOut`). Kept for the child's life,
+   * not only while its task is pending: the child still answers about its own job of that id once the task ended (or
+   * was never stored), and that answer is never another task's.
+   */
   issued?: Set<string>;
   /** Set once the session's leftover processes are being ended (after its child is gone). */
   leftoversEnded?: Promise<void>;
@@ -847,12 +852,11 @@ export class SessionPool {
 
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean, issued: boolean): boolean {
+    if (issued) (entry.issued ??= new Set()).add(remoteId);
     if (!pending) {
-      entry.issued?.delete(remoteId);
       if (entry.tasks?.delete(remoteId)) this.heldNoMore(entry);
       return false;
     }
-    if (issued) (entry.issued ??= new Set()).add(remoteId);
     const tasks = (entry.tasks ??= new Set());
     if (tasks.has(remoteId)) return false;
     tasks.add(remoteId);

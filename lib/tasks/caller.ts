@@ -45,6 +45,11 @@ export interface AskedTask {
   remoteScope?: string;
 }
 
+/** A status or cancel call refused before it was sent (see `handedOutBy`) fails as the refusal says. */
+function throwIfRefused(refused: "task" | "submit" | undefined): void {
+  if (refused) throw refused === "task" ? new McpTaskIdReissuedError() : new McpTaskAnswerUnsettledError();
+}
+
 /**
  * Whether `child`, another stdio child than the one that issued the task's id, handed that id out itself (see
  * `McpSession.handedOut`): a server numbering its jobs per process answers about its own job of that id then. Another
@@ -148,9 +153,11 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         });
       } catch (err) {
         endSubmitHold();
-        if (refused) throw refused === "task" ? new McpTaskIdReissuedError() : new McpTaskAnswerUnsettledError();
+        throwIfRefused(refused);
         throw err;
       }
+      // An interceptor answering the refusal itself (an error ToolMessage) does not make it a failed call.
+      if (ToolMessage.isInstance(outcome) || isCommand(outcome)) throwIfRefused(refused);
       const known = Redactor.of(secrets);
       if (ToolMessage.isInstance(outcome)) {
         endSubmitHold();
