@@ -7,20 +7,16 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { ToolMessage } from "@langchain/core/messages";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
-import { z } from "zod";
 import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
 import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { REISSUED_REMOTE_TASK_ERROR, type TaskStore } from "../../lib/tasks/store";
 import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
 import { ToolGate } from "../fixtures/tool-gate";
-
-const RunContext = z.object({ user_id: z.string() });
 
 const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 
@@ -86,10 +82,7 @@ async function setup(jobsFile?: (dir: string) => string): Promise<Setup> {
 /** One agent turn of bob on th-a: the child's pid, then a submit; resolves with the pid and the submit's task id. */
 async function submitTurn(s: Setup, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
   const calls = [ScriptedChatModel.toolCall("local_pid", {}, "pid-1"), ScriptedChatModel.toolCall("local_start_job", args, "submit-1")];
-  const model = new ScriptedChatModel([...calls, { content: "done" }]);
-  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "bob" }, configurable: { thread_id: "th-a" } });
-  const [pid, submitted] = result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+  const [pid, submitted] = await agentTurn(s.tools, "bob", "th-a", calls);
   expect(submitted!.status).not.toBe("error");
   return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
 }
@@ -244,9 +237,7 @@ describe("the old task polled after the child that handed its remote id out agai
     const old = await oldTaskInKilledChild(s);
     failInsert(s.runtime.service.store, "job-1");
     const calls = [ScriptedChatModel.toolCall("local_start_job", { label: "new", steps: 1, cancel_failures: 1, remote_id: "job-1" }, "submit-1")];
-    const agent = createAgent({ model: new ScriptedChatModel([...calls, { content: "done" }]), tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-    const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: "bob" }, configurable: { thread_id: "th-a" } });
-    const [submitted] = result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+    const [submitted] = await agentTurn(s.tools, "bob", "th-a", calls);
     expect(submitted!.status).toBe("error");
     await s.runtime.runOnce(s.clock.advance(5));
     const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
