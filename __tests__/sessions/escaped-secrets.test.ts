@@ -20,6 +20,9 @@ const SECRETS: Readonly<Record<string, string>> = {
   BACKSLASH: "q\\\\z",
   QUOTE: 'p\\"w',
   TRAILING: "xyz\\n",
+  // JSON writes a lone surrogate as its escape again (a pair, an emoji, as it is).
+  SURROGATE: "\\ud800ab",
+  LOW_SURROGATE: "z\\udc00",
 };
 
 const logger = new RecordingLogger();

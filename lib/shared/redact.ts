@@ -310,9 +310,11 @@ const ESCAPED_CHARS: Readonly<Record<string, string>> = { b: "\b", f: "\f", n: "
 const MIN_UNESCAPED_CHARS = 4;
 /**
  * ...unless they hold a character that JSON (a checkpoint, a chat API's request) or a log line's `escapeControls` writes
- * as an escape again: `a<TAB>b` is shown as `a\tb`, the secret as written. Not `'`: neither escapes it.
+ * as an escape again: `a<TAB>b` is shown as `a\tb`, the secret as written; JSON also writes a lone surrogate
+ * (`\ud800ab`) as its escape. Not `'`: neither escapes it.
  */
-const ESCAPED_AGAIN = /[\u0000-\u001f\u007f-\u009f"\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const ESCAPED_AGAIN =
+  /[\u0000-\u001f\u007f-\u009f"\\\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * The values holding backslash escapes (`tok\tA1`, `a\x1bb`, `\u00e9`) as a server that decodes them would echo them
