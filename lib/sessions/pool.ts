@@ -502,12 +502,14 @@ export class SessionPool {
   }
 
   /**
-   * The server answered 404 (or 410) on the event stream of `entry`'s session (see `watchForgottenSession`): the session leaves the
-   * pool before a call is sent on it, so the next call of its header set starts a new one instead of failing.
+   * The server answered 404 (or 410) on the event stream of `entry`'s session (see `watchForgottenSession`): the session
+   * leaves the pool before a call is sent on it, so the next call of its header set starts a new one instead of failing.
    */
   private forgotten(entry: Entry, status: number): void {
     if (!entry.session || this.entries.get(entry.key) !== entry) return;
-    this.logger.debug(`MCP server '${entry.serverName}' no longer knows a session (HTTP ${status} on its event stream); the next call starts a new one`);
+    this.logger.debug(
+      `MCP server '${entry.serverName}' no longer knows a session (HTTP ${status} on its event stream); the next call starts a new one`,
+    );
     this.drain(entry);
   }
 

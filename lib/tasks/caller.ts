@@ -34,7 +34,8 @@ export interface TaskToolCall {
   submit?: boolean;
   /**
    * A status or cancel call: the task it asks about. It is not sent on a stdio child that handed that id out itself
-   * (see `handedOutBy`): `McpTaskIdReissuedError`, or `McpTaskAnswerUnsettledError` while that child's submit is unanswered.
+   * (see `handedOutBy`): `McpTaskIdReissuedError`, or `McpTaskAnswerUnsettledError` while that child's submit is
+   * unanswered.
    */
   task?: AskedTask;
 }

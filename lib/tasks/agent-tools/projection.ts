@@ -62,7 +62,8 @@ export interface BackgroundTasksMiddlewareOptions {
  * run, for the run's user and thread (`context.user_id`, `configurable.thread_id`, as the task tools read them).
  */
 export function createBackgroundTasksMiddleware(runtime: { service: Pick<BackgroundTaskService, "listTasks"> }, options: BackgroundTasksMiddlewareOptions = {}) {
-  // Read once, as createBackgroundTaskTools does: a runtime with tasks disabled refuses here, not with a warning every run.
+  // Read once, as createBackgroundTaskTools does: a runtime with tasks disabled refuses here, not with a warning every
+  // run.
   const { service } = runtime;
   const logger = options.logger ?? silentLogger;
   return createMiddleware({
