@@ -183,6 +183,25 @@ describe("the old task's poll in the child that handed its remote id out again",
 });
 
 describe("the old task's cancel in the child that handed its remote id out again", () => {
+  test("while the new submit is under way: the cancel waits one poll interval, no cancel error recorded; then the old task ends lost", async () => {
+    const s = await setup();
+    const old = await oldTaskInKilledChild(s);
+    const answered = s.gate.arm();
+    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    await answered;
+    expect((await s.runtime.service.cancelTask(old.taskId, "th-a", "bob"))?.cancel_requested_at).not.toBeNull();
+    await s.runtime.runOnce(s.clock.advance(1));
+    const waiting = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([waiting?.status, waiting?.last_cancel_error]).toEqual(["submitted", null]);
+    expect(waiting?.next_cancel_at?.getTime()).toBe(s.clock.current.getTime() + 5000);
+    s.gate.open();
+    const fresh = await turn;
+    await s.runtime.runOnce(s.clock.advance(5));
+    const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([oldRow?.status, oldRow?.error]).toEqual(["failed", REISSUED_REMOTE_TASK_ERROR]);
+    await expectOldLostNewCompleted(s, old, fresh);
+  });
+
   test("once the new submit's task is held: the old task ends lost, and the cancel is not sent to the child whose job-1 is the new task's, which completes", async () => {
     const s = await setup();
     const old = await oldTaskInKilledChild(s);

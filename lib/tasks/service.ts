@@ -512,12 +512,14 @@ export class McpTaskService {
       this.#assertRunning();
       const failedAt = this.#clock();
       const attempts = Math.max(0, (record.cancel_attempt_count || 1) - 1);
+      // An answer that may be about another job is no failed attempt: the cancel is asked again a poll interval later.
+      const unsettled = err instanceof McpTaskAnswerUnsettledError;
       await this.store.releaseCancelClaim({
         taskId: record.id,
         leaseOwner: this.leaseOwner,
         leaseExpiresAt: record.lease_expires_at,
-        nextCancelAt: addSeconds(failedAt, this.backoffSeconds(attempts)),
-        error: boundedError(err),
+        nextCancelAt: addSeconds(failedAt, unsettled ? this.settings.poll_interval_seconds : this.backoffSeconds(attempts)),
+        error: unsettled ? record.last_cancel_error : boundedError(err),
       });
       return false;
     }

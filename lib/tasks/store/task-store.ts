@@ -114,7 +114,8 @@ export interface ReleaseCancelInput {
   /** The lease expiry the claim wrote (the claimed record's `lease_expires_at`): fences the write on that claim. */
   leaseExpiresAt?: Date | null;
   nextCancelAt: Date;
-  error: string;
+  /** The attempt's error; null: none (the cancel is only put off). */
+  error: string | null;
 }
 
 export interface NotificationStep {
