@@ -26,8 +26,11 @@ export function hasExited(child: ChildProcess): boolean {
 /**
  * Calls `onGone` when the child has exited and what it wrote before has been read, unless its pipes close first (the
  * transport then reports the close itself). A grandchild that inherited the child's stdout keeps those pipes open, so
- * without this the transport would never learn that its server is gone. "Read" means: one turn of the event loop went
- * by without new output (a dead process writes no more, and what it wrote is read in that turn's poll).
+ * without this the transport would never learn that its server is gone. "Read" means: a poll of the event loop went by
+ * after the exit without new output (a dead process writes no more, and what it wrote, to its end of file, is read in
+ * that poll). The exit can be told before any poll saw the child's last output: Node reaps every exited child when it
+ * handles any SIGCHLD, so a child that wrote and exited after the poll that saw another child's SIGCHLD is reaped in
+ * that poll's turn.
  */
 export function whenGone(child: ChildProcess, onGone: () => void): void {
   let closed = false;
@@ -54,7 +57,8 @@ export function whenGone(child: ChildProcess, onGone: () => void): void {
       child.stdout?.destroy();
       child.stderr?.destroy();
     };
-    check();
+    // The exit is told in a poll, so an immediate runs before the next one: only the check it schedules follows a poll.
+    setImmediate(check);
   });
 }
 

@@ -1,0 +1,92 @@
+/**
+ * A stdio child that writes why it fails on stderr and exits before its MCP handshake: what it wrote reaches the debug
+ * log, however the parent learns of its exit. Node reaps every exited child when any SIGCHLD is handled, so a child's
+ * exit can be seen in a turn of the event loop whose poll never saw its last output (another child exiting at about the
+ * same time, on a loaded machine: two misconfigured servers started together). The test forces that interleaving.
+ */
+import { describe, expect, test } from "@jest/globals";
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { McpServerSchema, RecordingLogger } from "../../lib";
+import { SessionPool } from "../../lib/sessions/pool";
+import { EMPTY_HEADERS } from "../../lib/shared/headers";
+import { waitUntil } from "../fixtures/processes";
+
+const SIGCHLD_BIT = 1n << 16n;
+
+/** Whether a SIGCHLD waits to be delivered to this process (then libuv has not been told of that exit yet). */
+function sigchldPending(): boolean {
+  const status = readFileSync("/proc/self/status", "utf8");
+  return ["SigPnd", "ShdPnd"].some((field) => (BigInt(`0x${new RegExp(`${field}:\\s*([0-9a-f]+)`).exec(status)![1]}`) & SIGCHLD_BIT) !== 0n);
+}
+
+/**
+ * Waits, holding the event loop, until `pid` has exited (a zombie not yet reaped, all its threads gone: the leader of a
+ * multi-threaded process is a zombie before the others end) and its SIGCHLD was delivered (libuv's handler has noted it
+ * for the loop); at most about 10 s.
+ */
+function blockUntilExited(pid: number): boolean {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 10_000; i += 1) {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z") && readdirSync(`/proc/${pid}/task`).length === 1 && !sigchldPending()) return true;
+    Atomics.wait(nap, 0, 0, 1);
+  }
+  return false;
+}
+
+const FRAMES = Array.from({ length: 40 }, (_, i) => `    at frame${i} (node:internal/modules/esm/module_job:${i}:5)`).join("\\n");
+/** Says it is ready (with its pid), then on SIGUSR2 writes a crash report like Node's (its last line unended) and exits with code 1. */
+const CRASHING = [
+  `process.on("SIGUSR2", () => {`,
+  `  process.stderr.write("TypeError: Invalid URL\\n${FRAMES}\\n  code: 'ERR_INVALID_URL',\\n  input: 'postgresql://u@127.0.0.1:99999/db'\\n}\\n\\nNode.js " + process.version);`,
+  `  process.exit(1);`,
+  `});`,
+  `process.stderr.write("ready " + process.pid + "\\n");`,
+  `setInterval(() => {}, 1000);`,
+].join("\n");
+
+describe("a stdio child that exits before its MCP session started", () => {
+  test("what it wrote on stderr reaches the debug log even when its exit is seen before its output was polled", async () => {
+    const logger = new RecordingLogger();
+    const pool = new SessionPool(logger);
+    const server = McpServerSchema.parse({ type: "stdio", command: process.execPath, args: ["-e", CRASHING] });
+    const stderrLines = () => logger.messages("debug").filter((m) => m.startsWith("MCP server 'crashing' stderr: ")).map((m) => m.slice(30));
+    try {
+      const failed = pool.acquire("crashing", server, { headers: EMPTY_HEADERS, initTimeoutMs: null }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(await waitUntil(() => stderrLines().some((line) => line.startsWith("ready ")))).toBe(true);
+      const pid = Number(stderrLines()[0].slice("ready ".length));
+
+      // Another child writes a byte and exits while the event loop is held: its output and its SIGCHLD are polled in one
+      // turn. Its output is handled first: the crashing child is made to write its report and exit then, after the
+      // poll. Handling the SIGCHLD reaps both children: the crashing one's exit comes before its report was read.
+      const other = spawn(process.execPath, ["-e", "process.stdout.write('x')"], { stdio: ["ignore", "pipe", "ignore"] });
+      let crashed = false;
+      other.stdout.once("data", () => {
+        process.kill(pid, "SIGUSR2");
+        crashed = blockUntilExited(pid);
+      });
+      expect(blockUntilExited(other.pid!)).toBe(true);
+
+      expect(String(await failed)).toBe(
+        "StdioExitError: the stdio MCP server 'crashing' exited with code 1 before its MCP session started (its stderr lines are in the debug log)",
+      );
+      expect(crashed).toBe(true);
+      // Told only once the report was read: the caller's warning points to it.
+      expect(stderrLines()).toEqual([
+        `ready ${pid}`,
+        "TypeError: Invalid URL",
+        ...FRAMES.split("\\n"),
+        "  code: 'ERR_INVALID_URL',",
+        "  input: 'postgresql://u@127.0.0.1:99999/db'",
+        "}",
+        `Node.js ${process.version}`,
+      ]);
+    } finally {
+      await pool.close();
+    }
+  });
+});
