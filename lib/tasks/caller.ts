@@ -33,9 +33,9 @@ export interface TaskToolCall {
    */
   submit?: boolean;
   /**
-   * A status or cancel call: the task it asks about. It is not sent on a stdio child that handed that id out itself
-   * (see `handedOutBy`): `McpTaskIdReissuedError`, or `McpTaskAnswerUnsettledError` while that child's submit is
-   * unanswered.
+   * A status or cancel call: the task it asks about. It is not sent on, nor its answer read from, a stdio child that
+   * handed that id out itself (see `handedOutBy`): `McpTaskIdReissuedError`, or `McpTaskAnswerUnsettledError` while that
+   * child's submit is unanswered.
    */
   task?: AskedTask;
 }
@@ -46,7 +46,7 @@ export interface AskedTask {
   remoteScope?: string;
 }
 
-/** A status or cancel call refused before it was sent (see `handedOutBy`) fails as the refusal says. */
+/** A status or cancel call refused (see `handedOutBy`) fails as the refusal says. */
 function throwIfRefused(refused: "task" | "submit" | undefined): void {
   if (refused) throw refused === "task" ? new McpTaskIdReissuedError() : new McpTaskAnswerUnsettledError();
 }
@@ -56,7 +56,7 @@ function throwIfRefused(refused: "task" | "submit" | undefined): void {
  * `McpSession.handedOut`): a server numbering its jobs per process answers about its own job of that id then. Another
  * child alone says nothing: a server keeping its jobs across processes answers about the task's job.
  */
-export function handedOutBy(child: Pick<McpSession, "incarnation" | "handedOut">, task: AskedTask): "task" | "submit" | undefined {
+function handedOutBy(child: McpSession, task: AskedTask): "task" | "submit" | undefined {
   if (!task.remoteScope || child.incarnation === undefined || child.incarnation === task.remoteScope) return undefined;
   return child.handedOut?.(task.remoteTaskId);
 }
@@ -83,8 +83,6 @@ export interface TaskToolAnswer {
   holdTask?(remoteId: string, pending: boolean): boolean;
   /** stdio: the child process that answered (see `McpSession.incarnation`). */
   readonly incarnation?: string;
-  /** stdio: whether the child that answered may have handed out `remoteId` itself (see `McpSession.handedOut`). */
-  handedOut?(remoteId: string): "task" | "submit" | undefined;
   /** A submit (`TaskToolCall.submit`): ends its hold of the child, once its task is held through `holdTask` or is none. */
   endSubmitHold?(): void;
 }
@@ -157,18 +155,17 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         throwIfRefused(refused);
         throw err;
       }
-      // An interceptor answering the refusal itself (an error ToolMessage) does not make it a failed call.
-      if (ToolMessage.isInstance(outcome) || isCommand(outcome)) throwIfRefused(refused);
+      if (ToolMessage.isInstance(outcome) || isCommand(outcome)) {
+        endSubmitHold();
+        // An interceptor answering the refusal itself (an error ToolMessage) does not make it a failed call.
+        throwIfRefused(refused);
+        const text = ToolMessage.isInstance(outcome) && typeof outcome.content === "string" ? outcome.content : "";
+        throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(Redactor.of(secrets).text(text), 500));
+      }
+      // The child may have handed the id out while the call was out (a submit sent on it meanwhile): the answer may be
+      // about that job.
+      if (call.task && session) throwIfRefused(handedOutBy(session, call.task));
       const known = Redactor.of(secrets);
-      if (ToolMessage.isInstance(outcome)) {
-        endSubmitHold();
-        const text = typeof outcome.content === "string" ? outcome.content : "";
-        throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(known.text(text), 500));
-      }
-      if (isCommand(outcome)) {
-        endSubmitHold();
-        throw new TaskCallShortCircuitError(call.toolName, "");
-      }
       const long = Redactor.of(secrets.filter((value) => value.length >= REMOTE_ID_SECRET_MIN_CHARS));
       const hold = session?.holdTask;
       return {
@@ -179,7 +176,6 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         holdsSecret: (text) => long.text(text) !== text,
         ...(hold ? { holdTask: (remoteId: string, pending: boolean) => hold(remoteId, pending, call.submit === true) } : {}),
         ...(session?.incarnation !== undefined ? { incarnation: session.incarnation } : {}),
-        ...(session?.handedOut ? { handedOut: session.handedOut } : {}),
         ...(call.submit ? { endSubmitHold } : {}),
       };
     },

@@ -52,7 +52,7 @@ export function startTaskWorker(options: TaskWorkerOptions): TaskWorker {
     if (builtOnDisabledRuntime(options.graph)) throw new McpTasksDisabledError();
     graph = options.graph;
   } else if (options.runtime) {
-    if (!options.runtime.settings.enabled) throw new McpTasksDisabledError();
+    if (!options.runtime.enabled) throw new McpTasksDisabledError();
     graph = createTaskWorkerGraph({ runtime: options.runtime, notifier: options.notifier, logger });
   } else {
     throw new TypeError("startTaskWorker needs a runtime or a graph");

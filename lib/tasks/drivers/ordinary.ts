@@ -6,7 +6,6 @@
 import { z } from "zod";
 import { cutCodePoints } from "../payload";
 import {
-  McpTaskAnswerUnsettledError,
   McpTaskIdReissuedError,
   McpTaskProtocolError,
   REISSUED_REMOTE_TASK_ERROR,
@@ -18,7 +17,7 @@ import {
   type TaskSubmission,
   type TaskSubmitRequest,
 } from "../model";
-import { handedOutBy, type TaskToolAnswer, type TaskToolCaller } from "../caller";
+import type { TaskToolAnswer, TaskToolCaller } from "../caller";
 
 export const ORDINARY_MCP_TASK_DRIVER = "ordinary-tools";
 export const TOOL_ERROR_DETAIL_MAX_CHARS = 500;
@@ -199,29 +198,23 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
 
   /**
    * Status and cancel run outside any agent run: the task's stdio scope, server-level credentials. Null when the stdio
-   * child that scope reaches now (not the one that issued the task's id, which died) handed that id out itself, before
-   * the call was sent or while it ran: its answer would be about its own job of that id. While a submit sent on it has
-   * not told which id it got, nobody knows (`McpTaskAnswerUnsettledError`: the task is asked again later).
+   * child that scope reaches now (not the one that issued the task's id, which died) handed that id out itself: its
+   * answer would be about its own job of that id (see `TaskToolCall.task`).
    */
   private async call(ref: TaskReference, toolName: string, options: DriverCallOptions): Promise<TaskToolAnswer | null> {
-    const task = { remoteTaskId: ref.remoteTaskId, ...(ref.remoteScope ? { remoteScope: ref.remoteScope } : {}) };
-    let answer: TaskToolAnswer;
     try {
-      answer = await this.caller.callTool({
+      return await this.caller.callTool({
         serverName: ref.serverName,
         toolName,
         arguments: { task_id: ref.remoteTaskId },
         userId: ref.userId,
         threadId: ref.threadId,
         signal: options.signal,
-        task,
+        task: { remoteTaskId: ref.remoteTaskId, ...(ref.remoteScope ? { remoteScope: ref.remoteScope } : {}) },
       });
     } catch (err) {
       if (err instanceof McpTaskIdReissuedError) return null;
       throw err;
     }
-    const handedOut = handedOutBy(answer, task);
-    if (handedOut === "submit") throw new McpTaskAnswerUnsettledError();
-    return handedOut === "task" ? null : answer;
   }
 }
