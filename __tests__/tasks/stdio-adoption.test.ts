@@ -8,37 +8,26 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import type { SubmittedTask } from "../../lib/tasks";
 import { threadPaths } from "../../lib/sessions/workspace";
-import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn, runningCall, toolNodeGraph } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
 
 const SECRET = "adopt-secret-7f3c9e21d4";
 process.env.ADOPT_TEST_SECRET = SECRET;
 const launch = stdioFixture({ name: "local", toolNames: ["pid", "await_file", "leak"], tasks: true });
 
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 const closers: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
+  await closeTaskHarnesses();
   for (const close of closers.splice(0)) await close();
 });
 
-interface Setup {
-  dir: string;
-  runtime: TaskRuntime;
-  toolkit: McpToolkit;
-  tools: DynamicStructuredTool[];
-  clock: ManualClock;
-  logger: RecordingLogger;
-}
+type Setup = TaskHarness;
 
 function config(extra: Record<string, unknown> = {}, description = "jobs") {
   return {
@@ -60,14 +49,8 @@ function config(extra: Record<string, unknown> = {}, description = "jobs") {
 async function setup(maxStdioSessions?: number): Promise<Setup> {
   const dir = await makeTempDir("task-adopt-");
   const configPath = await writeConfig(dir, config());
-  const clock = new ManualClock();
-  const logger = new RecordingLogger();
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier: new MemoryTaskNotifier(), clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, ...(maxStdioSessions ? { maxStdioSessions } : {}) });
-  open.push({ runtime, toolkit });
-  return { dir, runtime, toolkit, tools: await toolkit.getTools(), clock, logger };
+  return startTaskHarness(dir, configPath, maxStdioSessions ? { maxStdioSessions } : {});
 }
-
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);

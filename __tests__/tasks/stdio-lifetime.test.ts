@@ -4,36 +4,17 @@
  * SQLite file, a createAgent agent and the real worker tick on an injected clock.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import * as path from "node:path";
-import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
+import type { SubmittedTask } from "../../lib/tasks";
+import { JOB_TOOLSET, makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
 import { storedRows } from "../fixtures/task-rows";
 
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
+afterEach(closeTaskHarnesses);
 
-afterEach(async () => {
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
-});
-
-interface Setup {
-  dir: string;
-  configPath: string;
-  dbPath: string;
-  runtime: TaskRuntime;
-  toolkit: McpToolkit;
-  tools: DynamicStructuredTool[];
-  notifier: MemoryTaskNotifier;
-  clock: ManualClock;
-  logger: RecordingLogger;
-}
+type Setup = TaskHarness;
 
 function config(extra: Record<string, unknown> = {}, description = "jobs") {
   return {
@@ -53,16 +34,8 @@ function config(extra: Record<string, unknown> = {}, description = "jobs") {
 async function setup(maxStdioSessions?: number, extra: Record<string, unknown> = {}): Promise<Setup> {
   const dir = await makeTempDir("task-stdio-");
   const configPath = await writeConfig(dir, config(extra));
-  const dbPath = path.join(dir, "tasks.sqlite");
-  const clock = new ManualClock();
-  const notifier = new MemoryTaskNotifier();
-  const logger = new RecordingLogger();
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${dbPath}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, ...(maxStdioSessions ? { maxStdioSessions } : {}) });
-  open.push({ runtime, toolkit });
-  return { dir, configPath, dbPath, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock, logger };
+  return startTaskHarness(dir, configPath, maxStdioSessions ? { maxStdioSessions } : {});
 }
-
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);

@@ -8,17 +8,15 @@
 import { afterEach, describe, expect, test } from "@jest/globals";
 import * as path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
-import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, type McpToolInterceptor, type McpToolkit } from "../../lib";
+import type { McpToolInterceptor } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import type { SubmittedTask } from "../../lib/tasks";
 import { REISSUED_REMOTE_TASK_ERROR, type TaskStore } from "../../lib/tasks/store";
-import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
 import { ToolGate } from "../fixtures/tool-gate";
-
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 
 /** When on, answers a failed poll or cancel itself with an error ToolMessage (a common error-handling interceptor). */
 const swallowing = { on: false };
@@ -35,20 +33,12 @@ const gates: (() => void)[] = [];
 afterEach(async () => {
   swallowing.on = false;
   for (const release of gates.splice(0)) release();
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
+  await closeTaskHarnesses();
 });
 
-interface Setup {
+interface Setup extends TaskHarness {
   /** Writes the config again with another description: a hot reload at the toolkit's next `getTools`. */
   reload: () => Promise<void>;
-  toolkit: McpToolkit;
-  runtime: TaskRuntime;
-  tools: DynamicStructuredTool[];
-  notifier: MemoryTaskNotifier;
-  clock: ManualClock;
   gate: ToolGate;
   /** Holds a poll (`job_status`) once answered. */
   statusGate: ToolGate;
@@ -63,20 +53,15 @@ async function setup(jobsFile?: (dir: string) => string): Promise<Setup> {
     mcpServers: { local: { type: "stdio", description, ...launch, task_toolsets: [{ name: "compile", ...JOB_TOOLSET }] } },
   });
   const configPath = await writeConfig(dir, config("jobs"));
-  const clock = new ManualClock();
-  const notifier = new MemoryTaskNotifier();
-  const logger = new RecordingLogger();
   const gate = new ToolGate();
   const statusGate = new ToolGate("job_status");
   gates.push(() => gate.open(), () => statusGate.open());
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, interceptors: [swallowErrors, gate.interceptor, statusGate.interceptor] });
-  open.push({ runtime, toolkit });
+  const harness = await startTaskHarness(dir, configPath, { interceptors: [swallowErrors, gate.interceptor, statusGate.interceptor] });
   const reload = async () => {
     await writeConfig(dir, config("jobs, edited"));
-    await toolkit.getTools();
+    await harness.toolkit.getTools();
   };
-  return { reload, toolkit, runtime, tools: await toolkit.getTools(), notifier, clock, gate, statusGate };
+  return { ...harness, reload, gate, statusGate };
 }
 
 /** One agent turn of bob on th-a: the child's pid, then a submit; resolves with the pid and the submit's task id. */

@@ -3,36 +3,18 @@
  * its jobs from 1. A real stdio job server, a real SQLite file, a createAgent agent and the real worker tick.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import * as path from "node:path";
-import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { MemorySaver } from "@langchain/langgraph";
-import { createAgent } from "langchain";
-import { z } from "zod";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
+import type { ToolMessage } from "@langchain/core/messages";
 import { ScriptedChatModel } from "../../lib/agent";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import type { SubmittedTask } from "../../lib/tasks";
+import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
+import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
 import { REISSUED_REMOTE_TASK_ERROR } from "../../lib/tasks/store";
 
-const RunContext = z.object({ user_id: z.string() });
+afterEach(closeTaskHarnesses);
 
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
-
-afterEach(async () => {
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
-});
-
-interface Setup {
-  runtime: TaskRuntime;
-  tools: DynamicStructuredTool[];
-  notifier: MemoryTaskNotifier;
-  clock: ManualClock;
-}
+type Setup = TaskHarness;
 
 async function setup(): Promise<Setup> {
   const dir = await makeTempDir("task-stdio-ids-");
@@ -42,22 +24,13 @@ async function setup(): Promise<Setup> {
       local: { type: "stdio", ...stdioFixture({ name: "local", toolNames: ["pid"], tasks: true }), task_toolsets: [{ name: "compile", ...JOB_TOOLSET }] },
     },
   });
-  const clock = new ManualClock();
-  const notifier = new MemoryTaskNotifier();
-  const logger = new RecordingLogger();
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime });
-  open.push({ runtime, toolkit });
-  return { runtime, tools: await toolkit.getTools(), notifier, clock };
+  return startTaskHarness(dir, configPath);
 }
 
 /** One agent turn on (user, thread): the child's pid and the submit's ToolMessage. */
 async function submitTurn(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; submitted: ToolMessage }> {
   const calls = [ScriptedChatModel.toolCall("local_pid", {}, "pid-1"), ScriptedChatModel.toolCall("local_start_job", args, "submit-1")];
-  const model = new ScriptedChatModel([...calls, { content: "done" }]);
-  const agent = createAgent({ model, tools: s.tools, contextSchema: RunContext, checkpointer: new MemorySaver() });
-  const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user }, configurable: { thread_id: thread } });
-  const [pid, submitted] = result.messages.filter((m: BaseMessage): m is ToolMessage => ToolMessage.isInstance(m));
+  const [pid, submitted] = await agentTurn(s.tools, user, thread, calls);
   return { pid: Number(pid!.content), submitted: submitted! };
 }
 

@@ -6,35 +6,22 @@
  * process, a real SQLite file, a createAgent agent and the real worker tick on an injected clock.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import * as path from "node:path";
-import type { DynamicStructuredTool } from "@langchain/core/tools";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
-import { JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, writeConfig } from "../fixtures";
+import type { SubmittedTask } from "../../lib/tasks";
+import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
 import { ToolGate as Gate } from "../fixtures/tool-gate";
 
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 const gates: Gate[] = [];
 
 afterEach(async () => {
   for (const gate of gates.splice(0)) gate.open();
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
+  await closeTaskHarnesses();
 });
 
-interface Setup {
-  dir: string;
-  runtime: TaskRuntime;
-  toolkit: McpToolkit;
-  tools: DynamicStructuredTool[];
-  notifier: MemoryTaskNotifier;
-  clock: ManualClock;
-  logger: RecordingLogger;
+interface Setup extends TaskHarness {
   gate: Gate;
 }
 
@@ -55,24 +42,11 @@ function config(description = "jobs") {
 async function setup(maxStdioSessions?: number): Promise<Setup> {
   const dir = await makeTempDir("task-submit-hold-");
   const configPath = await writeConfig(dir, config());
-  const clock = new ManualClock();
-  const notifier = new MemoryTaskNotifier();
-  const logger = new RecordingLogger();
   const gate = new Gate();
   gates.push(gate);
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({
-    configPath,
-    logger,
-    dataDir: dir,
-    taskRuntime: runtime,
-    interceptors: [gate.interceptor],
-    ...(maxStdioSessions ? { maxStdioSessions } : {}),
-  });
-  open.push({ runtime, toolkit });
-  return { dir, runtime, toolkit, tools: await toolkit.getTools(), notifier, clock, logger, gate };
+  const harness = await startTaskHarness(dir, configPath, { interceptors: [gate.interceptor], ...(maxStdioSessions ? { maxStdioSessions } : {}) });
+  return { ...harness, gate };
 }
-
 
 const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
 const submitCall = (args: Record<string, unknown>) => ScriptedChatModel.toolCall("local_start_job", args, "submit-1");

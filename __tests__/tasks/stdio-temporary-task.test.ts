@@ -10,26 +10,23 @@
 import { afterEach, describe, expect, jest, test } from "@jest/globals";
 import { existsSync } from "node:fs";
 import * as path from "node:path";
-import { createMcpToolkit, RecordingLogger, type McpToolkit } from "../../lib";
-import { createTaskRuntime, MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { RecordingLogger } from "../../lib";
+import { MemoryTaskNotifier, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { callThroughGraph, JOB_TOOLSET, makeTempDir, ManualClock, stdioFixture, toolNodeGraph, writeConfig, type ToolNodeGraph } from "../fixtures";
 import { alive, waitUntil } from "../fixtures/processes";
+import { closeTaskHarnesses, startTaskHarness } from "../fixtures/task-harness";
 import { ToolGate } from "../fixtures/tool-gate";
 
 const FAKE: Parameters<typeof jest.useFakeTimers>[0] = { doNotFake: ["nextTick", "queueMicrotask", "setImmediate", "Date", "hrtime", "performance"] };
 const SECOND = 1000;
 
-const open: { runtime: TaskRuntime; toolkit: McpToolkit }[] = [];
 const gates: ToolGate[] = [];
 
 afterEach(async () => {
   jest.useRealTimers();
   for (const gate of gates.splice(0)) gate.open();
-  for (const { runtime, toolkit } of open.splice(0)) {
-    await toolkit.close();
-    await runtime.stop();
-  }
+  await closeTaskHarnesses();
 });
 
 /** A stateless run of the LangGraph server on `thread`: the server's ids, no checkpointer. */
@@ -63,15 +60,10 @@ async function kit(): Promise<Kit> {
       },
     },
   });
-  const clock = new ManualClock();
-  const notifier = new MemoryTaskNotifier();
-  const logger = new RecordingLogger();
   const gate = new ToolGate();
   gates.push(gate);
-  const runtime = await createTaskRuntime({ configPath, databaseUrl: `sqlite:${path.join(dir, "tasks.sqlite")}`, notifier, clock: clock.now, logger });
-  const toolkit = createMcpToolkit({ configPath, logger, dataDir: dir, taskRuntime: runtime, temporaryStdioIdleSeconds: 60, interceptors: [gate.interceptor] });
-  open.push({ runtime, toolkit });
-  const stateless = toolNodeGraph(await toolkit.getTools());
+  const { runtime, clock, notifier, logger, tools } = await startTaskHarness(dir, configPath, { temporaryStdioIdleSeconds: 60, interceptors: [gate.interceptor] });
+  const stateless = toolNodeGraph(tools);
   const pid = async (thread: string) => Number((await callThroughGraph(stateless, "local_pid", {}, run(thread))).content);
   return { dir, runtime, clock, notifier, logger, stateless, gate, pid };
 }
