@@ -9,12 +9,11 @@ import { realpathSync } from "node:fs";
 import * as path from "node:path";
 import type { DynamicStructuredTool } from "@langchain/core/tools";
 import { ScriptedChatModel } from "../../lib/agent";
-import type { SubmittedTask } from "../../lib/tasks";
 import { threadPaths } from "../../lib/sessions/workspace";
 import { JOB_TOOLSET, makeTempDir, startHttpFixture, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn, runningCall, toolNodeGraph } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
-import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
+import { closeTaskHarnesses, pidCall, startTaskHarness, submitWithPid, type TaskHarness } from "../fixtures/task-harness";
 
 const SECRET = "adopt-secret-7f3c9e21d4";
 process.env.ADOPT_TEST_SECRET = SECRET;
@@ -52,15 +51,6 @@ async function setup(maxStdioSessions?: number): Promise<Setup> {
   return startTaskHarness(dir, configPath, maxStdioSessions ? { maxStdioSessions } : {});
 }
 
-const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
-const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);
-
-async function submitWithPid(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
-  const [pid, submitted] = await agentTurn(s.tools, user, thread, [pidCall("pid-1"), submitCall(args)]);
-  expect(submitted!.status).not.toBe("error");
-  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
-}
-
 async function pidOf(tools: DynamicStructuredTool[], user: string, thread: string): Promise<number> {
   const [message] = await agentTurn(tools, user, thread, [pidCall("pid-x")]);
   return Number(message!.content);
@@ -85,7 +75,7 @@ async function expectCompletedInHolder(s: Setup, tools: DynamicStructuredTool[],
 describe("adoption of a task holder across reloads", () => {
   test("a call in flight on the holder during the reload ends well; the holder serves on, keeps its task and closes with close()", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", steps: 2 });
     const gate = path.join(threadPaths(realpathSync(s.dir), "th-a").tmp, "gate", "open");
     await mkdir(path.dirname(gate));
     const graph = toolNodeGraph(s.tools);
@@ -101,7 +91,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("a reload that fails (invalid file) keeps the holder; the next good one adopts it", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "b", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "b", steps: 2 });
     await writeFile(path.join(s.dir, "extensions_config.json"), "{ not json");
     await expect(s.toolkit.getTools()).rejects.toThrow();
     expect(alive(holder)).toBe(true);
@@ -112,7 +102,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("reset() twice and a reload: the holder is adopted once, completes, and no child is left after close()", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "c", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "c", steps: 2 });
     await s.toolkit.reset();
     await s.toolkit.reset();
     await writeConfig(s.dir, config({}, "jobs, again"));
@@ -125,7 +115,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("a load discarded because the file changed while it discovered: the holder it adopted goes on to the next load, its task completes there", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "d", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "d", steps: 2 });
     let openGate!: () => void;
     const initGate = new Promise<void>((resolve) => (openGate = resolve));
     const http = await startHttpFixture({ name: "late", toolNames: ["echo"], initGate });
@@ -144,8 +134,8 @@ describe("adoption of a task holder across reloads", () => {
 
   test("bound 2, two holders adopted: both kept, the discovery child goes; exactly the holders live after the reload", async () => {
     const s = await setup(2);
-    const a = await submitWithPid(s, "bob", "th-a", { label: "a", mode: "held" });
-    const b = await submitWithPid(s, "cy", "th-b", { label: "b", mode: "held" });
+    const a = await submitWithPid(s.tools, "bob", "th-a", { label: "a", mode: "held" });
+    const b = await submitWithPid(s.tools, "cy", "th-b", { label: "b", mode: "held" });
     await writeConfig(s.dir, config({}, "jobs, edited"));
     const tools = await s.toolkit.getTools();
     expect([alive(a.pid), alive(b.pid)]).toEqual([true, true]);
@@ -163,7 +153,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("a task failed for good by a protocol error (a status answer naming another task) no longer holds its child: a reload closes it", async () => {
     const s = await setup();
-    const { pid: child, taskId } = await submitWithPid(s, "bob", "th-a", { label: "m", mode: "mismatch" });
+    const { pid: child, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "m", mode: "mismatch" });
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("failed");
     await writeConfig(s.dir, config({}, "jobs, edited"));
@@ -173,7 +163,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("the adopted child's echo of its env secret is scrubbed from its result and from its stderr lines", async () => {
     const s = await setup();
-    const { pid: holder } = await submitWithPid(s, "bob", "th-a", { label: "s", mode: "held" });
+    const { pid: holder } = await submitWithPid(s.tools, "bob", "th-a", { label: "s", mode: "held" });
     await writeConfig(s.dir, config({}, "jobs, edited"));
     const tools = await s.toolkit.getTools();
     const [pid, leaked] = await agentTurn(tools, "bob", "th-a", [pidCall("pid-s"), ScriptedChatModel.toolCall("local_leak", { env: ["LEAK_ME"] }, "leak-1")]);
@@ -190,7 +180,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("close() while the load that adopted the holder still discovers: the holder is closed with that load's pool, before close() resolves", async () => {
     const s = await setup();
-    const { pid: holder } = await submitWithPid(s, "bob", "th-a", { label: "z", mode: "held" });
+    const { pid: holder } = await submitWithPid(s.tools, "bob", "th-a", { label: "z", mode: "held" });
     let openGate!: () => void;
     const initGate = new Promise<void>((resolve) => (openGate = resolve));
     const http = await startHttpFixture({ name: "late", toolNames: ["echo"], initGate });
@@ -207,7 +197,7 @@ describe("adoption of a task holder across reloads", () => {
 
   test("bound 1: a child whose task failed for good by a protocol error is an ordinary idle one again and goes before a new scope's", async () => {
     const s = await setup(1);
-    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "m", mode: "malformed" });
+    const { pid: first, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "m", mode: "malformed" });
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("failed");
     const second = await pidOf(s.tools, "bob", "th-b");

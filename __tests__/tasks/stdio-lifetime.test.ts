@@ -9,7 +9,7 @@ import type { SubmittedTask } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
-import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
+import { closeTaskHarnesses, pidCall, startTaskHarness, submitWithPid, type TaskHarness } from "../fixtures/task-harness";
 import { storedRows } from "../fixtures/task-rows";
 
 afterEach(closeTaskHarnesses);
@@ -37,20 +37,10 @@ async function setup(maxStdioSessions?: number, extra: Record<string, unknown> =
   return startTaskHarness(dir, configPath, maxStdioSessions ? { maxStdioSessions } : {});
 }
 
-const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
-const submitCall = (args: Record<string, unknown>, id = "submit-1") => ScriptedChatModel.toolCall("local_start_job", args, id);
-
-/** The child's pid and the local task id of a submit made in a fresh (user, thread) scope. */
-async function submitWithPid(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
-  const [pid, submitted] = await agentTurn(s.tools, user, thread, [pidCall("pid-1"), submitCall(args)]);
-  expect(submitted!.status).not.toBe("error");
-  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
-}
-
 describe("the LRU bound and a child holding a pending task", () => {
   test("bound 1: a new scope does not cost an idle child its pending task; the bound still holds once the call is done", async () => {
     const s = await setup(1);
-    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
+    const { pid: first, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", steps: 1 });
     // Another thread of the user: a second child, beyond the bound.
     const [other] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
     const second = Number(other!.content);
@@ -68,7 +58,7 @@ describe("the LRU bound and a child holding a pending task", () => {
 
   test("bound 2: the idle child without a task goes, not the least recently used one holding a task; exactly 2 live", async () => {
     const s = await setup(2);
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", mode: "held" });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", mode: "held" });
     const [b] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
     const [c] = await agentTurn(s.tools, "bob", "th-c", [pidCall("pid-c")]);
     const [pidB, pidC] = [Number(b!.content), Number(c!.content)];
@@ -81,7 +71,7 @@ describe("the LRU bound and a child holding a pending task", () => {
 
   test("bound 1: once its task completed, the child is an ordinary idle one again and goes before a new scope's", async () => {
     const s = await setup(1);
-    const { pid: first, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
+    const { pid: first, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", steps: 1 });
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("completed");
     const [other] = await agentTurn(s.tools, "bob", "th-b", [pidCall("pid-b")]);
@@ -92,8 +82,8 @@ describe("the LRU bound and a child holding a pending task", () => {
 
   test("a child that accepted a task while already closing (bound 1, a task in a second scope) warns; a new process does not know its task", async () => {
     const s = await setup(1);
-    const { pid: first, taskId: kept } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 1 });
-    const { taskId: lost } = await submitWithPid(s, "cy", "th-b", { label: "b", steps: 1 });
+    const { pid: first, taskId: kept } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", steps: 1 });
+    const { taskId: lost } = await submitWithPid(s.tools, "cy", "th-b", { label: "b", steps: 1 });
     expect(s.logger.messages("warn")).toContainEqual(expect.stringContaining("a durable task of MCP server 'local' was accepted by a stdio session that is already closing"));
     await s.runtime.runOnce(s.clock.advance(5));
     const [keptRow, lostRow] = await Promise.all([s.runtime.service.getTask(kept, "bob"), s.runtime.service.getTask(lost, "cy")]);
@@ -109,7 +99,7 @@ describe("a stdio task polled on its child", () => {
     const http = await startHttpFixture({ name: "jobs", toolNames: ["echo"], taskBoard: board });
     try {
       const s = await setup(undefined, { jobs: { type: "http", url: http.url, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } });
-      const { pid, taskId } = await submitWithPid(s, "bob", "th-a", { label: "s", steps: 3 });
+      const { pid, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "s", steps: 3 });
       const [onHttp] = await agentTurn(s.tools, "bob", "th-a", [ScriptedChatModel.toolCall("jobs_start_job", { label: "h", steps: 2 }, "h-1")]);
       const httpTask = (JSON.parse(String(onHttp!.content)) as SubmittedTask).task_id;
       for (let i = 0; i < 3; i += 1) await s.runtime.runOnce(s.clock.advance(5));
@@ -131,8 +121,8 @@ describe("a stdio task polled on its child", () => {
 describe("two users on one thread id", () => {
   test("each task is polled in its submitter's child, also when both servers issued the same remote id; each outcome goes to its owner", async () => {
     const s = await setup();
-    const ann = await submitWithPid(s, "ann", "th-shared", { label: "ann-job", steps: 1, remote_id: "same-id" });
-    const bob = await submitWithPid(s, "bob", "th-shared", { label: "bob-job", steps: 1, remote_id: "same-id" });
+    const ann = await submitWithPid(s.tools, "ann", "th-shared", { label: "ann-job", steps: 1, remote_id: "same-id" });
+    const bob = await submitWithPid(s.tools, "bob", "th-shared", { label: "bob-job", steps: 1, remote_id: "same-id" });
     expect(ann.pid).not.toBe(bob.pid);
     await s.runtime.runOnce(s.clock.advance(5));
     expect((await s.runtime.service.getTask(ann.taskId, "ann"))?.result).toMatchObject({ label: "ann-job", pid: ann.pid });
@@ -148,7 +138,7 @@ describe("two users on one thread id", () => {
 describe("a reload and a child holding a pending task", () => {
   test("a hot reload (the task server's description edited) keeps the holder for the new generation; other children close", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "a", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "a", steps: 2 });
     const [plain] = await agentTurn(s.tools, "cy", "th-b", [pidCall("pid-b")]);
     await writeConfig(s.dir, config({}, "jobs, edited"));
     const tools = await s.toolkit.getTools();
@@ -170,7 +160,7 @@ describe("a reload and a child holding a pending task", () => {
 
   test("an edit of the task server's launch (frozen: restart needed) is not adopted: its holder closes, its polls name the restart", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "e", steps: 2 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "e", steps: 2 });
     const edited = config();
     (edited.mcpServers.local as { env: Record<string, string> }).env.EXTRA = "1";
     await writeConfig(s.dir, edited);
@@ -184,7 +174,7 @@ describe("a reload and a child holding a pending task", () => {
 
   test("a child SIGKILLed while holding a task: the next poll runs in a new child and the task fails for good, no endless polling", async () => {
     const s = await setup();
-    const { pid: holder, taskId } = await submitWithPid(s, "bob", "th-a", { label: "k", steps: 3 });
+    const { pid: holder, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "k", steps: 3 });
     process.kill(holder, "SIGKILL");
     expect(await waitUntil(() => !alive(holder))).toBe(true);
     const report = await s.runtime.runOnce(s.clock.advance(5));

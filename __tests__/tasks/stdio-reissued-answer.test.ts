@@ -10,12 +10,11 @@ import * as path from "node:path";
 import { ToolMessage } from "@langchain/core/messages";
 import type { McpToolInterceptor } from "../../lib";
 import { ScriptedChatModel } from "../../lib/agent";
-import type { SubmittedTask } from "../../lib/tasks";
 import { REISSUED_REMOTE_TASK_ERROR, type TaskStore } from "../../lib/tasks/store";
 import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
-import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
+import { closeTaskHarnesses, startTaskHarness, submitWithPid, type TaskHarness } from "../fixtures/task-harness";
 import { ToolGate } from "../fixtures/tool-gate";
 
 /** When on, answers a failed poll or cancel itself with an error ToolMessage (a common error-handling interceptor). */
@@ -65,16 +64,9 @@ async function setup(jobsFile?: (dir: string) => string): Promise<Setup> {
 }
 
 /** One agent turn of bob on th-a: the child's pid, then a submit; resolves with the pid and the submit's task id. */
-async function submitTurn(s: Setup, args: Record<string, unknown>): Promise<{ pid: number; taskId: string }> {
-  const calls = [ScriptedChatModel.toolCall("local_pid", {}, "pid-1"), ScriptedChatModel.toolCall("local_start_job", args, "submit-1")];
-  const [pid, submitted] = await agentTurn(s.tools, "bob", "th-a", calls);
-  expect(submitted!.status).not.toBe("error");
-  return { pid: Number(pid!.content), taskId: (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id };
-}
-
 /** The old task (steps 3) of bob on th-a got `job-1` from a child that is then killed. */
 async function oldTaskInKilledChild(s: Setup): Promise<{ pid: number; taskId: string }> {
-  const old = await submitTurn(s, { label: "old", steps: 3, remote_id: "job-1" });
+  const old = await submitWithPid(s.tools, "bob", "th-a", { label: "old", steps: 3, remote_id: "job-1" });
   process.kill(old.pid, "SIGKILL");
   expect(await waitUntil(() => !alive(old.pid))).toBe(true);
   return old;
@@ -116,7 +108,7 @@ describe("the old task's poll in the child that handed its remote id out again",
     const s = await setup();
     const old = await oldTaskInKilledChild(s);
     const answered = s.gate.arm();
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await answered;
     const tick = await s.runtime.runOnce(s.clock.advance(5));
     const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
@@ -139,7 +131,7 @@ describe("the old task's poll in the child that handed its remote id out again",
     const tick = s.runtime.runOnce(s.clock.advance(5));
     await polled;
     const answered = s.gate.arm();
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await answered;
     s.statusGate.open();
     expect([(await tick).applied, (await tick).failed, (await tick).retried]).toEqual([0, 0, 1]);
@@ -154,7 +146,7 @@ describe("the old task's poll in the child that handed its remote id out again",
     const s = await setup();
     const old = await oldTaskInKilledChild(s);
     const insert = holdInsert(s.runtime.service.store, "job-1");
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await insert.held;
     await s.runtime.runOnce(s.clock.advance(5));
     const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
@@ -172,7 +164,7 @@ describe("the old task's cancel in the child that handed its remote id out again
     const s = await setup();
     const old = await oldTaskInKilledChild(s);
     const answered = s.gate.arm();
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await answered;
     expect((await s.runtime.service.cancelTask(old.taskId, "th-a", "bob"))?.cancel_requested_at).not.toBeNull();
     await s.runtime.runOnce(s.clock.advance(1));
@@ -191,7 +183,7 @@ describe("the old task's cancel in the child that handed its remote id out again
     const s = await setup();
     const old = await oldTaskInKilledChild(s);
     const insert = holdInsert(s.runtime.service.store, "job-1");
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await insert.held;
     expect((await s.runtime.service.cancelTask(old.taskId, "th-a", "bob"))?.cancel_requested_at).not.toBeNull();
     await s.runtime.runOnce(s.clock.advance(1));
@@ -209,7 +201,7 @@ describe("the old task's cancel in the child that handed its remote id out again
 describe("a server keeping its jobs across processes", () => {
   test("a task polled in the scope's next child (another process than the one that accepted it) completes there over two polls", async () => {
     const s = await setup((dir) => path.join(dir, "jobs.jsonl"));
-    const old = await submitTurn(s, { label: "kept", steps: 2, remote_id: "job-kept" });
+    const old = await submitWithPid(s.tools, "bob", "th-a", { label: "kept", steps: 2, remote_id: "job-kept" });
     process.kill(old.pid, "SIGKILL");
     expect(await waitUntil(() => !alive(old.pid))).toBe(true);
     await s.runtime.runOnce(s.clock.advance(5));
@@ -255,7 +247,7 @@ describe("an interceptor answering a refused poll itself", () => {
     swallowing.on = true;
     const old = await oldTaskInKilledChild(s);
     const insert = holdInsert(s.runtime.service.store, "job-1");
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await insert.held;
     await s.runtime.runOnce(s.clock.advance(5));
     const oldRow = await s.runtime.service.getTask(old.taskId, "bob");
@@ -269,7 +261,7 @@ describe("an interceptor answering a refused poll itself", () => {
     swallowing.on = true;
     const old = await oldTaskInKilledChild(s);
     const answered = s.gate.arm();
-    const turn = submitTurn(s, { label: "new", steps: 1, remote_id: "job-1" });
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-1" });
     await answered;
     await s.runtime.runOnce(s.clock.advance(5));
     const oldRow = await s.runtime.service.getTask(old.taskId, "bob");

@@ -4,12 +4,11 @@
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
 import type { ToolMessage } from "@langchain/core/messages";
-import { ScriptedChatModel } from "../../lib/agent";
 import type { SubmittedTask } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
-import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
+import { closeTaskHarnesses, pidCall, startTaskHarness, submitCall, type TaskHarness } from "../fixtures/task-harness";
 import { REISSUED_REMOTE_TASK_ERROR } from "../../lib/tasks/store";
 
 afterEach(closeTaskHarnesses);
@@ -29,8 +28,7 @@ async function setup(): Promise<Setup> {
 
 /** One agent turn on (user, thread): the child's pid and the submit's ToolMessage. */
 async function submitTurn(s: Setup, user: string, thread: string, args: Record<string, unknown>): Promise<{ pid: number; submitted: ToolMessage }> {
-  const calls = [ScriptedChatModel.toolCall("local_pid", {}, "pid-1"), ScriptedChatModel.toolCall("local_start_job", args, "submit-1")];
-  const [pid, submitted] = await agentTurn(s.tools, user, thread, calls);
+  const [pid, submitted] = await agentTurn(s.tools, user, thread, [pidCall("pid-1"), submitCall(args)]);
   return { pid: Number(pid!.content), submitted: submitted! };
 }
 

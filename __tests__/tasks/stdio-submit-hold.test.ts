@@ -6,12 +6,11 @@
  * process, a real SQLite file, a createAgent agent and the real worker tick on an injected clock.
  */
 import { afterEach, describe, expect, test } from "@jest/globals";
-import { ScriptedChatModel } from "../../lib/agent";
 import type { SubmittedTask } from "../../lib/tasks";
 import { JOB_TOOLSET, makeTempDir, stdioFixture, writeConfig } from "../fixtures";
 import { agentTurn } from "../fixtures/graph";
 import { alive, waitUntil } from "../fixtures/processes";
-import { closeTaskHarnesses, startTaskHarness, type TaskHarness } from "../fixtures/task-harness";
+import { closeTaskHarnesses, pidCall, startTaskHarness, submitCall, type TaskHarness } from "../fixtures/task-harness";
 import { ToolGate as Gate } from "../fixtures/tool-gate";
 
 const gates: Gate[] = [];
@@ -47,9 +46,6 @@ async function setup(maxStdioSessions?: number): Promise<Setup> {
   const harness = await startTaskHarness(dir, configPath, { interceptors: [gate.interceptor], ...(maxStdioSessions ? { maxStdioSessions } : {}) });
   return { ...harness, gate };
 }
-
-const pidCall = (id: string) => ScriptedChatModel.toolCall("local_pid", {}, id);
-const submitCall = (args: Record<string, unknown>) => ScriptedChatModel.toolCall("local_start_job", args, "submit-1");
 
 /** bob's turn on th-a (its child's pid, then a submit held by the gate once answered), and that turn's outcome. */
 async function gatedSubmit(s: Setup, args: Record<string, unknown>): Promise<() => Promise<{ pid: number; taskId: string }>> {
