@@ -8,7 +8,7 @@
  */
 import { adminTokenAuthorize, createGatewayApp, type GatewayTaskRuntime } from "../lib";
 import { langGraphServerLoopback, type TaskRuntime } from "../lib/tasks/index";
-import { getServerTasks, resetServerTools, serverTasksDisabled, startServerTaskWorker } from "./server-tasks";
+import { getServerTasks, resetServerTools, serverTasksConfigRead, serverTasksDisabled, startServerTaskWorker } from "./server-tasks";
 
 /**
  * The task routes on the server's task runtime: 503 until it has started (and when tasks are off). Inside the
@@ -32,6 +32,12 @@ class ServerTaskRoutesRuntime implements GatewayTaskRuntime {
       },
       () => (this.#loading = false), // the agent's first run reports a failed start; the next request retries
     );
+  }
+
+  /** Starts the load when none is under way and waits for its config read: the first request already knows `enabled`. */
+  async ready(): Promise<void> {
+    if (!this.#loading) this.#load();
+    await serverTasksConfigRead();
   }
 
   get running(): boolean {

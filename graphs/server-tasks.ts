@@ -95,6 +95,8 @@ interface ServerTaskState {
   worker?: Promise<TaskWorker | null>;
   /** The config read said `mcpTasks.enabled` false: `tasks` is null for good (not a config to read again). */
   disabled?: boolean;
+  /** The config read of the latest `tasks` start; settled once `disabled` is known for it. */
+  configRead?: Promise<unknown>;
 }
 
 // One per process even if the server's loader evaluates this module twice (once per importing graph file).
@@ -113,18 +115,17 @@ function state(): ServerTaskState {
 export function getServerTasks(): Promise<ServerTasks | null> {
   const s = state();
   s.tasks ??= (async (): Promise<ServerTasks | null> => {
-    let enabled: boolean;
-    try {
-      enabled = (await loadExtensionsConfig({ logger: silentLogger })).config.mcpTasks.enabled;
-    } catch {
-      // An unreadable config is the toolkit's to report; look again on the next call.
-      s.tasks = undefined;
-      return null;
-    }
-    if (!enabled) {
-      s.disabled = true;
-      return null;
-    }
+    const read = loadExtensionsConfig({ logger: silentLogger }).then(
+      ({ config }) => {
+        if (!config.mcpTasks.enabled) s.disabled = true;
+        return config.mcpTasks.enabled;
+      },
+      () => null, // an unreadable config is the toolkit's to report; look again on the next call
+    );
+    s.configRead = read;
+    const enabled = await read;
+    if (enabled === null) s.tasks = undefined;
+    if (enabled !== true) return null;
     const runtime = await createTaskRuntime({ notifier: new ServerNotifier() });
     return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
   })().then(
@@ -143,6 +144,14 @@ export function getServerTasks(): Promise<ServerTasks | null> {
 /** Whether `getServerTasks()` has found `mcpTasks.enabled` false in the config (so it answers null for good). */
 export function serverTasksDisabled(): boolean {
   return state().disabled === true;
+}
+
+/**
+ * Settles once the config read of the latest `getServerTasks()` start has settled (`serverTasksDisabled()` then
+ * answers for it), without waiting for the runtime itself to start.
+ */
+export async function serverTasksConfigRead(): Promise<void> {
+  await state().configRead;
 }
 
 /**
@@ -199,6 +208,7 @@ export async function closeServerTasks(): Promise<void> {
   s.worker = undefined;
   s.tasks = undefined;
   s.disabled = undefined;
+  s.configRead = undefined;
   await (await worker)?.stop();
   const started = await tasks?.catch(() => null);
   if (!started) return;

@@ -9,6 +9,11 @@ import { cutCodePoints, McpTasksDisabledError, TASK_LIST_DEFAULT_LIMIT, TASK_LIS
 
 /** What the routes need of a task runtime (`TaskRuntime` fits). */
 export interface GatewayTaskRuntime {
+  /**
+   * Awaited by each request before it reads `running` and `enabled`: a runtime that reads its config lazily (the
+   * LangGraph server's, imported in a plain process) reads it here, so its first 503 already says why.
+   */
+  ready?(): Promise<void>;
   readonly running: boolean;
   /** `false`: durable tasks are disabled in the config, and the 503 says so. */
   readonly enabled?: boolean;
@@ -85,6 +90,7 @@ export function registerTaskRoutes(
 ): void {
   const scope = async (c: Context): Promise<{ runtime: GatewayTaskRuntime; userId: string; threadId: string }> => {
     const userId = await userOf(c);
+    await runtime?.ready?.();
     if (runtime === undefined || !runtime.running) errors.fail(503, runtime?.enabled === false ? DISABLED : NOT_RUNNING);
     const threadId = c.req.param("threadId") ?? "";
     if (!THREAD_ID.test(threadId)) errors.fail(400, "thread_id must be 1 to 128 letters, digits, '_' or '-'");
