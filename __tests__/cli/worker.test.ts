@@ -121,6 +121,20 @@ describe("in process", () => {
     expect(await readdir(dir)).toEqual(["off.json"]);
   });
 
+  test("--notifier langgraph without --api-url: tasks disabled says so (exit 1); tasks enabled is exit 2, no database made", async () => {
+    const dir = await makeTempDir("cli-worker-notifier-");
+    const off = await writeConfig(dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
+    const on = await writeConfig(dir, { mcpTasks: { enabled: true }, mcpServers: {} }, "on.json");
+    const errors: string[] = [];
+    const io: CliIo = { out: () => undefined, err: (t) => errors.push(t), env: { MCP_HARNESS_DATA_DIR: path.join(dir, "data") }, cwd: dir };
+    expect(await runCli(["worker", off, "--notifier", "langgraph"], io)).toBe(1);
+    expect(errors).toEqual(["mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run"]);
+    errors.length = 0;
+    expect(await runCli(["worker", on, "--notifier", "langgraph"], io)).toBe(2);
+    expect(errors[0]).toContain("--notifier langgraph needs --api-url <url> (or MCP_HARNESS_LANGGRAPH_API_URL)");
+    expect((await readdir(dir)).sort()).toEqual(["off.json", "on.json"]);
+  });
+
   test("the config is read once: a file that turns to disabled after that read changes nothing for this process", async () => {
     const dir = await makeTempDir("cli-worker-once-");
     const on = await writeConfig(dir, { mcpTasks: { enabled: true }, mcpServers: {} }, "on.json");

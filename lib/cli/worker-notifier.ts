@@ -67,7 +67,16 @@ export const WORKER_NOTIFIERS: Readonly<Record<string, NotifierFactory>> = {
 
 export const DEFAULT_WORKER_NOTIFIER = "none";
 
+/** `chooseWorkerNotifier` then its build. */
 export async function resolveWorkerNotifier(input: WorkerNotifierInput): Promise<WorkerNotifierChoice> {
+  return chooseWorkerNotifier(input)();
+}
+
+/**
+ * Checks the notifier's name and that its options are its own (a `UsageError` otherwise), and returns its build:
+ * what the notifier itself needs (`--api-url` for langgraph) is checked only when it is built.
+ */
+export function chooseWorkerNotifier(input: WorkerNotifierInput): () => Promise<WorkerNotifierChoice> {
   const name = input.values.get("notifier");
   const file = input.io.env[TEST_NOTIFY_FILE_VARIABLE]?.trim();
   const chosen = name ?? (file ? undefined : DEFAULT_WORKER_NOTIFIER);
@@ -75,8 +84,8 @@ export async function resolveWorkerNotifier(input: WorkerNotifierInput): Promise
     const stray = options.find((option) => input.values.has(option));
     if (stray !== undefined && chosen !== owner) throw new UsageError(`--${stray} is an option of --notifier ${owner}`);
   }
-  if (chosen === undefined) return { notifier: new FileTaskNotifier(file!), description: `file (${TEST_NOTIFY_FILE_VARIABLE})` };
+  if (chosen === undefined) return async () => ({ notifier: new FileTaskNotifier(file!), description: `file (${TEST_NOTIFY_FILE_VARIABLE})` });
   const factory = Object.hasOwn(WORKER_NOTIFIERS, chosen) ? WORKER_NOTIFIERS[chosen] : undefined;
   if (!factory) throw new UsageError(`unknown notifier '${chosen}' (known: ${Object.keys(WORKER_NOTIFIERS).join(", ")})`);
-  return factory(input);
+  return async () => factory(input);
 }

@@ -1,10 +1,10 @@
-import { ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError } from "../config";
+import { ConfigFileNotFoundError, ConfigValidationError, loadExtensionsConfig, McpTaskConfigurationError } from "../config";
 import type { Logger } from "../shared/logger";
-import { createTaskRuntime, TaskStoreConfigError, type TaskRuntime } from "../tasks";
+import { createTaskRuntimeFromConfig, TaskStoreConfigError, type TaskRuntime } from "../tasks";
 import { startTaskWorker, TICK_COUNTERS, tickChangedSomething, type TaskWorkerTickReport } from "../worker";
 import { parseArgs, UsageError } from "./args";
 import type { CliIo } from "./io";
-import { resolveWorkerNotifier, WORKER_NOTIFIER_OPTIONS } from "./worker-notifier";
+import { chooseWorkerNotifier, WORKER_NOTIFIER_OPTIONS, type WorkerNotifierChoice } from "./worker-notifier";
 
 const MAX_INTERVAL_SECONDS = 3600;
 const TASKS_DISABLED = "mcp-harness worker: mcpTasks.enabled is false in the config: there is no task runtime to run";
@@ -67,11 +67,18 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
   const stop = stopRequested(io);
   const logger = stderrLogger(io);
   let runtime: TaskRuntime;
+  let description: string;
   try {
-    const { notifier, description } = await resolveWorkerNotifier({ values, io });
+    const buildNotifier = chooseWorkerNotifier({ values, io });
     try {
+      const where = { configPath: positional[0], env: io.env, cwd: io.cwd, logger };
+      const { config } = await loadExtensionsConfig(where);
+      // With tasks disabled nothing is delivered: what the notifier needs (an API URL) is not asked for then.
+      let chosen: WorkerNotifierChoice = { notifier: undefined, description: "none" };
+      if (config.mcpTasks.enabled) chosen = await buildNotifier();
+      description = chosen.description;
       // With tasks disabled the runtime opens no store, so the refusal below leaves nothing behind.
-      runtime = await createTaskRuntime({ configPath: positional[0], env: io.env, cwd: io.cwd, logger, notifier });
+      runtime = await createTaskRuntimeFromConfig(config, { ...where, notifier: chosen.notifier });
     } catch (err) {
       const known = [ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError, TaskStoreConfigError];
       if (known.some((kind) => err instanceof kind)) {

@@ -43,7 +43,7 @@ export {
   type SubmitOptions,
   type TickReport,
 } from "./service";
-export { createTaskRuntime, McpTasksDisabledError, TaskRuntime, type TaskRuntimeOptions } from "./runtime";
+export { createTaskRuntime, createTaskRuntimeFromConfig, McpTasksDisabledError, TaskRuntime, type TaskRuntimeOptions } from "./runtime";
 export * from "./notifiers";
 export * from "./agent-tools";
 export { frameUntrustedText, neutralizeUntrustedTags, UNTRUSTED_BEGIN, UNTRUSTED_END } from "./untrusted";

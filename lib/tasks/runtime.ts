@@ -233,6 +233,15 @@ export class TaskRuntime implements ToolkitTaskHooks {
 export async function createTaskRuntime(options: TaskRuntimeOptions = {}): Promise<TaskRuntime> {
   const logger = options.logger ?? consoleLogger;
   const { config } = await loadExtensionsConfig({ configPath: options.configPath, env: options.env, cwd: options.cwd, logger });
+  return createTaskRuntimeFromConfig(config, options);
+}
+
+/**
+ * `createTaskRuntime` on a config already read with the same `configPath`, `env` and `cwd` (the CLI worker reads
+ * it first: its notifier is needed only with `mcpTasks.enabled`).
+ */
+export async function createTaskRuntimeFromConfig(config: ExtensionsConfig, options: TaskRuntimeOptions = {}): Promise<TaskRuntime> {
+  const logger = options.logger ?? consoleLogger;
   const taskServers = checkedTaskServers(config);
   for (const name of taskServers) {
     const server = config.mcpServers[name]!;
