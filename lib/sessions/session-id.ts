@@ -18,6 +18,9 @@ export function keepSessionId(base: typeof fetch = fetch): typeof fetch {
     if (sent === null || named === sent) return response;
     const kept = new Headers(response.headers);
     kept.delete(SESSION_ID);
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: kept });
+    const rebuilt = new Response(response.body, { status: response.status, statusText: response.statusText, headers: kept });
+    // The SDK resolves an unfollowed redirect's Location against it, which may be a redirect it followed.
+    Object.defineProperty(rebuilt, "url", { value: response.url });
+    return rebuilt;
   };
 }
