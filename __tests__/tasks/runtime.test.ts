@@ -23,6 +23,9 @@ import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { targets } from "./store/helpers";
 import { pidsWithMarker, waitUntil } from "../fixtures/processes";
 import { storedRows } from "../fixtures/task-rows";
+import { agentTurn } from "../fixtures/graph";
+import { closeTaskHarnesses, startTaskHarness } from "../fixtures/task-harness";
+import { startTokenFixture } from "../fixtures/token-server";
 
 const RunContext = z.object({ user_id: z.string() });
 
@@ -247,6 +250,29 @@ describe("compensation through the wrapper", () => {
     );
     expect(board.jobs.get("acme-corp-7f3-9")!.state).toBe("cancelled");
     expect(await s.runtime.service.listTasks("th-4c", "ann")).toEqual([]);
+  });
+
+  test("a remote id holding a credential too short to refuse it is scrubbed from the log line of a failed compensating cancel", async () => {
+    // 7 characters: below REMOTE_ID_SECRET_MIN_CHARS, so the id is not refused as an echo, yet it is a credential.
+    const pin = "Pq7Zx4w";
+    const dir = await makeTempDir("task-runtime-");
+    const configPath = await writeConfig(dir, {
+      mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+      mcpServers: { jobs: { type: "http", url: http.url, user_auth: { header: "X-Pin", users: { ann: pin } }, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
+    });
+    const s = await startTaskHarness(dir, configPath);
+    try {
+      // Too long to store (a protocol error), and the compensating cancel fails: the id goes to a warning.
+      const remoteId = `${pin}-${"j".repeat(300)}`;
+      const [message] = await agentTurn(s.tools, "ann", "th-4p", [ScriptedChatModel.toolCall("jobs_start_job", { label: "p", remote_id: remoteId, cancel_failures: 5 }, "p-1")]);
+      expect(message!.status).toBe("error");
+      expect(board.jobs.get(remoteId)!.state).toBe("running");
+      const failedCancel = s.logger.messages("warn").filter((line) => line.startsWith("Failed to cancel untracked MCP task"));
+      expect(failedCancel).toEqual([expect.stringContaining(`remote_task_id="${REDACTED}-jjj`)]);
+      expect(s.logger.lines.map((l) => l.message).join("\n")).not.toContain(pin);
+    } finally {
+      await closeTaskHarnesses();
+    }
   });
 
   test("a remote id that is already tracked cancels nothing", async () => {
@@ -573,6 +599,64 @@ describe("startup rules", () => {
     expect(JSON.stringify(stored)).not.toContain("ann-Literal-Tok-93");
     const result = JSON.parse(String(stored[0]!.result)) as { b64: string };
     expect(Buffer.from(result.b64, "base64").toString("utf8")).not.toContain("ann-Literal-Tok-93");
+  });
+
+  test("a status answer echoing the OAuth token an earlier poll carried, rotated since, is scrubbed before it is stored or delivered", async () => {
+    const tokens = await startTokenFixture();
+    // Expiring within the refresh skew: every call fetches a token of its own, as after each rotation.
+    tokens.respond(({ n }) => ({ body: { access_token: `rot-Tok-${n}-Qz9`, token_type: "Bearer", expires_in: 1 } }));
+    const dir = await makeTempDir("task-runtime-");
+    const configPath = await writeConfig(dir, {
+      mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+      mcpServers: {
+        jobs: { type: "http", url: http.url, oauth: { token_url: tokens.url, client_id: "c-1", client_secret: "s-1" }, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] },
+      },
+    });
+    const s = await startTaskHarness(dir, configPath);
+    try {
+      const [submitted] = await agentTurn(s.tools, "ann", "th-rot", [ScriptedChatModel.toolCall("jobs_start_job", { label: "o", mode: "echo_previous" }, "o-1")]);
+      const taskId = (JSON.parse(String(submitted!.content)) as SubmittedTask).task_id;
+      await s.runtime.runOnce(s.clock.advance(5));
+      await s.runtime.runOnce(s.clock.advance(5));
+      const task = (await s.runtime.service.getTask(taskId, "ann"))!;
+      expect(task.status).toBe("completed");
+      // The server did echo the first poll's header, a token the second poll no longer carried (so the checks can fail).
+      const echoed = task.result as { first_poll_with: Record<string, unknown>; b64: string };
+      expect(echoed.first_poll_with.authorization).toBe(REDACTED);
+      await s.runtime.runOnce(s.clock.advance(5));
+      const issued = tokens.requests.map(({ n }) => `rot-Tok-${n}-Qz9`);
+      const seen = JSON.stringify({ rows: await storedRows(s.dbPath), deliveries: s.notifier.deliveriesOf(taskId) });
+      expect(s.notifier.deliveriesOf(taskId)).toHaveLength(1);
+      for (const token of issued) {
+        expect(seen).not.toContain(token);
+        expect(Buffer.from(echoed.b64, "base64").toString("utf8")).not.toContain(token);
+      }
+    } finally {
+      await closeTaskHarnesses();
+      await tokens.close();
+    }
+  });
+
+  test("what one thread's submit carried is not spread by its polls to the answers of another user's tasks", async () => {
+    const s = await setup(
+      baseConfig({
+        keyed: { type: "http", url: http.url, headers_from_context: { headers: { "X-Key": "key" } }, task_toolsets: [{ name: "keyed", ...JOB_TOOLSET }] },
+      }),
+    );
+    const annKey = "ann-Key-Zq7";
+    const submit = async (user: string, thread: string, key: string, label: string) => {
+      const model = new ScriptedChatModel([ScriptedChatModel.toolCall("keyed_start_job", { label }, `${user}-1`), { content: "ok" }]);
+      const agent = createAgent({ model, tools: s.tools, checkpointer: new MemorySaver() });
+      const result = await agent.invoke({ messages: [new HumanMessage("go")] }, { context: { user_id: user, secrets: { key } }, configurable: { thread_id: thread } });
+      return (JSON.parse(String(toolMessages(result.messages)[0]!.content)) as SubmittedTask).task_id;
+    };
+    const ann = await submit("ann", "th-ann", annKey, "a");
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(ann, "ann"))?.status).toBe("completed");
+    // bob's job is labelled with that text (his own words, not a credential of his): his result keeps it.
+    const bob = await submit("bob", "th-bob", "bob-Key-Wp4", annKey);
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(bob, "bob"))?.result).toMatchObject({ label: annKey });
   });
 
   test("one warning per task server declaring request-scoped credentials", async () => {

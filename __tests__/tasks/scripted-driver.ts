@@ -119,6 +119,8 @@ export class ScriptedDriver implements McpTaskDriver {
       remoteTaskId: scripted.remoteTaskId,
       snapshot: scripted.snapshot ?? new TaskSnapshot({ status: "submitted" }),
       driverData: scripted.driverData,
+      // It carries no credential: the id is shown as it is.
+      remoteIdShown: scripted.remoteTaskId,
       ...(scripted.remoteIdHoldsSecret ? { remoteIdHoldsSecret: true } : {}),
     };
   }

@@ -21,9 +21,11 @@ export class CallSecrets {
   private known: readonly string[] | undefined;
   private memo: Redactor | undefined;
 
-  constructor(serverSecrets: readonly string[], runtime: ToolRuntime | undefined) {
+  /** `remembered`: secrets from before this call that it does not carry (see `noteRemembered`). */
+  constructor(serverSecrets: readonly string[], runtime: ToolRuntime | undefined, remembered: readonly string[] = []) {
     const perRun = recordSecrets(runSecrets(runtime));
     this.fixed = perRun.length === 0 ? serverSecrets : [...serverSecrets, ...perRun];
+    this.remembered = remembered;
   }
 
   noteHeaders(headers: HeaderMap): void {

@@ -74,6 +74,11 @@ export interface CallPathOptions {
   headers: HeaderMap;
   /** The server's own secrets (static header values, `$VAR` values, OAuth client secrets), for redaction. */
   secrets: readonly string[];
+  /**
+   * More secrets to scrub from what the call returns, which it does not carry (what a durable task's submit carried, or
+   * its user's credential, in a status call): scrubbed, but not among the secrets the call reports it carried.
+   */
+  remembered?: readonly string[];
   /** Bound on a result that reaches a ToolMessage (default `DEFAULT_MAX_RESULT_CHARS`). */
   maxResultChars?: number;
 }
@@ -613,7 +618,7 @@ export async function runToolCall(
     return toToolOutput(outcome, visibleName, toolCallId, opts.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS, workspace);
   } catch (err) {
     if (isGraphBubbleUp(err) || runtime?.signal?.aborted || err instanceof ToolkitClosedError) throw err;
-    const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime).redactor());
+    const message = isOwnText(err) ? (err as Error).message : failureText(err, record, new CallSecrets(opts.secrets, runtime, opts.remembered).redactor());
     return errorOutput(message, visibleName, toolCallId);
   }
 }
@@ -638,7 +643,7 @@ export async function runDirectCall(
   unscrubbed?: (secrets: readonly string[]) => void,
   protocolFields: readonly string[] = [],
 ): Promise<McpCallOutcome> {
-  const secrets = new CallSecrets(opts.secrets, runtime);
+  const secrets = new CallSecrets(opts.secrets, runtime, opts.remembered);
   const request = new McpToolCallRequest({
     serverName: record.server,
     toolName: record.rawName,

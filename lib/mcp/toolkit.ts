@@ -174,7 +174,7 @@ export interface McpDirectToolCall {
   scope?: { userId: string; threadId: string };
   /** More values to scrub from the answer: secrets an earlier call sent that this one does not carry (a task's submit). */
   rememberedSecrets?: readonly string[];
-  /** Told every secret the call carried, once it is over (also when it failed). */
+  /** Told every secret the call carried (not `rememberedSecrets`), once it is over (also when it failed). */
   onCarriedSecrets?: (values: readonly string[]) => void;
   /**
    * When given, the outcome comes back as the chain produced it, not scrubbed, and this is handed every secret known
@@ -668,7 +668,7 @@ export class McpToolkit {
       call.args,
       runtime,
       call.signal ?? runtime?.signal,
-      remembered.length === 0 ? opts : { ...opts, secrets: [...opts.secrets, ...remembered] },
+      remembered.length === 0 ? opts : { ...opts, remembered },
       {},
       call.onCarriedSecrets,
       call.onUnscrubbed,

@@ -118,6 +118,7 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
     async callTool(call) {
       const runtime = call.runtime as ToolRuntime | undefined;
       const key = SubmitSecretsMemory.key(call.serverName, call.userId, call.threadId);
+      const serverKey = SubmitSecretsMemory.serverKey(call.serverName);
       let secrets: readonly string[] = [];
       let session: McpSession | undefined;
       // A submit's holds of the children it was sent on (an interceptor may send it more than once).
@@ -146,9 +147,14 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
             // Told after the call ended (an attempt an interceptor left running): the caller has let go already.
             if (call.submit && !holdsEnded && used.holdSubmit) holds.push(used.holdSubmit());
           },
+          // A status or cancel call's server-level credentials are remembered for the server's later answers too: an
+          // OAuth token rotated since may come back in one (a job noting who last polled it).
           ...(runtime !== undefined
             ? { onCarriedSecrets: (values: readonly string[]) => memory.remember(key, values) }
-            : { rememberedSecrets: memory.recall(key) }),
+            : {
+                rememberedSecrets: [...memory.recall(key), ...memory.recall(serverKey)],
+                onCarriedSecrets: (values: readonly string[]) => memory.remember(serverKey, values),
+              }),
         });
       } catch (err) {
         endSubmitHold();

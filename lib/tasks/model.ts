@@ -218,6 +218,11 @@ export interface TaskSubmission {
   driverData?: Record<string, unknown>;
   /** The id holds a value the call carried as a credential: it is never stored, and the remote task is cancelled. */
   remoteIdHoldsSecret?: boolean;
+  /**
+   * The id with every credential the call carried blanked, however short (one too short to refuse the id is still a
+   * credential): what a log line may show of it. Without one, a log line shows none of the id.
+   */
+  remoteIdShown?: string;
   /** Where the remote id is unique when not per user and server: a stdio task's child process (see `TaskRecord.remote_scope`). */
   remoteScope?: string;
   /**

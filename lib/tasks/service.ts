@@ -26,6 +26,7 @@ import {
   type McpTaskDriver,
   type McpTaskDriverRegistry,
   type TaskReference,
+  type TaskSubmission,
   type TaskSubmitRequest,
 } from "./model";
 import { BusyThreadError, ThreadGoneError, type TaskDelivery, type TaskNotifier } from "./notifier";
@@ -262,7 +263,7 @@ export class McpTaskService {
     } catch (err) {
       try {
         const duplicate = err instanceof DuplicateMcpRemoteTaskError;
-        if (!duplicate && !(await this.#cancelUntracked(driver, driverName, ref, submission.remoteIdHoldsSecret === true))) {
+        if (!duplicate && !(await this.#cancelUntracked(driver, driverName, ref, submission))) {
           const marked = typeof err === "object" && err !== null ? err : new Error(String(err));
           leftRunning.add(marked);
           throw marked;
@@ -282,13 +283,22 @@ export class McpTaskService {
     return record;
   }
 
-  /** Whether the remote task was cancelled. An id that holds one of the submit's credentials is never logged. */
-  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference, idHoldsSecret: boolean): Promise<boolean> {
+  /**
+   * Whether the remote task was cancelled. An id that holds one of the submit's credentials is never logged; any other
+   * is logged as the driver shows it, every credential blanked (none is logged when it shows none).
+   */
+  async #cancelUntracked(driver: McpTaskDriver, driverName: string, ref: TaskReference, submission: TaskSubmission): Promise<boolean> {
     try {
       await this.#remote((o) => driver.cancel(ref, o));
       return true;
     } catch (err) {
-      const remoteId = idHoldsSecret ? "(withheld: it holds a credential)" : JSON.stringify(cutCodePoints(ref.remoteTaskId, MCP_TASK_REMOTE_ID_MAX_LENGTH));
+      const shown = submission.remoteIdShown;
+      const remoteId =
+        submission.remoteIdHoldsSecret === true
+          ? "(withheld: it holds a credential)"
+          : shown === undefined
+            ? "(not shown)"
+            : JSON.stringify(cutCodePoints(shown, MCP_TASK_REMOTE_ID_MAX_LENGTH));
       this.#logger.warn(
         `Failed to cancel untracked MCP task after persistence failure (task_id=${ref.localTaskId}, driver=${driverName}, ` +
           `server=${ref.serverName}, remote_task_id=${remoteId}): ${loggedError(err)}`,

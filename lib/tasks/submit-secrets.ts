@@ -1,7 +1,8 @@
 /**
  * What task submits carried (the run's request-scoped secrets among them), remembered in this process per
  * (server, user, thread): status and cancel calls carry server-level credentials only, yet a job server may echo
- * what it was sent at submit in a later answer, so that scope's answers are scrubbed of these too. Memory only,
+ * what it was sent at submit in a later answer, so that scope's answers are scrubbed of these too. What status and
+ * cancel calls carried (an OAuth token, rotated since) is remembered per server and scrubbed from its answers. Memory only,
  * never stored: after a restart, or in a worker process that took no submit, the server-level secrets (and a stdio
  * session's own memory) are what is known.
  */
@@ -23,6 +24,14 @@ export class SubmitSecretsMemory {
 
   static key(serverName: string, userId: string, threadId: string): string {
     return JSON.stringify([serverName, userId, threadId]);
+  }
+
+  /**
+   * The scope of what a server's status and cancel calls carried: server-level credentials only, the same for every
+   * user and thread (never one of the scopes of `key`).
+   */
+  static serverKey(serverName: string): string {
+    return JSON.stringify([serverName]);
   }
 
   remember(key: string, values: readonly string[]): void {

@@ -135,6 +135,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
         snapshot: new TaskSnapshot({ status: TaskStatus.SUBMITTED }),
         driverData: { ...request.driverData },
         remoteIdHoldsSecret: answer.holdsSecret(payload.task_id),
+        remoteIdShown: answer.scrub(payload.task_id),
         ...(answer.incarnation !== undefined ? { remoteScope: answer.incarnation } : {}),
         ...(took ? { untracked: () => answer.holdTask?.(payload.task_id, false) } : {}),
       };
