@@ -23,6 +23,32 @@ export function hasExited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null || child.pid === undefined;
 }
 
+/** How long the output of a child that exited is read on at most, while a process it started still writes to it. */
+export const AFTER_EXIT_READ_MS = 1_000;
+/** How many bytes of its stdout are read at most after a child exited, while a process it started still writes to it. */
+export const AFTER_EXIT_READ_BYTES = 1 << 20;
+
+/** Why `whenGone` stopped reading the output of a child that exited: the bound it reached, and the stdout bytes read since the exit. */
+export interface OutputCut {
+  reason: "bytes" | "time";
+  bytes: number;
+}
+
+/** The bounds of the reading after a child's exit; `startTimer` starts the time bound and returns its cancel. */
+export interface AfterExitBound {
+  maxBytes: number;
+  startTimer: (onTimeout: () => void) => () => void;
+}
+
+const AFTER_EXIT_BOUND: AfterExitBound = {
+  maxBytes: AFTER_EXIT_READ_BYTES,
+  startTimer: (onTimeout) => {
+    const timer = setTimeout(onTimeout, AFTER_EXIT_READ_MS);
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
 /**
  * Calls `onGone` when the child has exited and what it wrote before has been read, unless its pipes close first (the
  * transport then reports the close itself). A grandchild that inherited the child's stdout keeps those pipes open, so
@@ -31,27 +57,41 @@ export function hasExited(child: ChildProcess): boolean {
  * that poll). The exit can be told before any poll saw the child's last output: Node reaps every exited child when it
  * handles any SIGCHLD, so a child that wrote and exited after the poll that saw another child's SIGCHLD is reaped in
  * that poll's turn.
+ *
+ * A grandchild that writes to the inherited stdout whenever we poll would keep that going for ever: after one whole
+ * poll past the exit (which reads all that the child left in its pipes, its crash report on stderr too), the reading
+ * stops once `bound.maxBytes` of stdout were read since the exit or its timer fired; `onGone` is then told the cut.
  */
-export function whenGone(child: ChildProcess, onGone: () => void): void {
+export function whenGone(child: ChildProcess, onGone: (cut: OutputCut | undefined) => void, bound: AfterExitBound = AFTER_EXIT_BOUND): void {
   let closed = false;
   child.once("close", () => {
     closed = true;
   });
   child.once("exit", () => {
     let fresh = true;
-    const onData = () => {
+    let bytes = 0;
+    let timedOut = false;
+    const onData = (chunk: Buffer) => {
       fresh = true;
+      bytes += chunk.length;
     };
     child.stdout?.on("data", onData);
+    const stopTimer = bound.startTimer(() => {
+      timedOut = true;
+    });
+    let polled = false;
     const check = () => {
-      if (!closed && fresh) {
+      const reached: OutputCut["reason"] | undefined = !polled ? undefined : bytes >= bound.maxBytes ? "bytes" : timedOut ? "time" : undefined;
+      if (!closed && fresh && reached === undefined) {
         fresh = false;
+        polled = true;
         setImmediate(check);
         return;
       }
+      stopTimer();
       child.stdout?.off("data", onData);
       if (closed) return;
-      onGone();
+      onGone(fresh && reached !== undefined ? { reason: reached, bytes } : undefined);
       // Our ends of the pipes (the grandchild holds the others).
       child.stdin?.destroy();
       child.stdout?.destroy();

@@ -13,7 +13,7 @@ import { Deadline, DeadlineExceededError, withDeadline } from "../shared/deadlin
 import { processExists } from "../shared/process";
 import { MAX_TIMER_MS, setClampedTimeout } from "../shared/timers";
 import { WorkspaceScanner } from "./changes";
-import { exited, hasExited, onChildStart, whenGone } from "./child";
+import { AFTER_EXIT_READ_MS, exited, hasExited, onChildStart, whenGone } from "./child";
 import { endOrphanedSessionsOnce, endTaggedProcesses, isRunningNow, newSessionTag, taggedProcesses, type ProcessRef } from "./session-processes";
 import { ProgressRouter } from "./progress";
 import { exitedBeforeStart, startStep, withCwdCause } from "./start-failure";
@@ -684,7 +684,15 @@ export class SessionPool {
         child = started;
         entry.childStarted = true;
         // A child that exits while a grandchild holds its stdout: its calls fail now, not at their timeout.
-        whenGone(started, () => transport.onclose?.());
+        whenGone(started, (cut) => {
+          if (cut) {
+            this.logger.warn(
+              `the stdio MCP server '${serverName}' exited while a process it started still writes to its stdout; ` +
+                `its output was cut ${cut.reason === "bytes" ? `after ${cut.bytes} bytes` : `after ${AFTER_EXIT_READ_MS} ms`} past the exit`,
+            );
+          }
+          transport.onclose?.();
+        });
         // A child that closed its stdout and runs on can never answer again, nor one whose stdin failed (EPIPE: it closed
         // its end and runs on) be sent a request: its calls fail now, and it is closed.
         const cutOff = (): void => {

@@ -1,0 +1,167 @@
+/**
+ * A stdio child that exits while a process it started (detached, so it outlives the child) still writes to the stdout
+ * it inherited: `whenGone` reads on after the exit so the child's last output is not lost, but only for a bounded time
+ * and number of bytes. The host's event loop is held between polls until the writer is blocked on a full pipe, as on a
+ * busy host: every poll then finds new output, which without a bound would keep the reading going for ever.
+ */
+import { afterEach, describe, expect, test } from "@jest/globals";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { whenGone, type OutputCut } from "../../lib/sessions/child";
+import { waitUntil } from "../fixtures/processes";
+
+const MIB = 1 << 20;
+
+/** Starts `yes` (detached, on the inherited stdout) and says its pid on stderr; on SIGUSR2 writes a crash report and exits. */
+const FLOODING = [
+  `const { spawn } = require("node:child_process");`,
+  `const writer = spawn("yes", ["flood"], { stdio: ["ignore", "inherit", "ignore"], detached: true });`,
+  `writer.unref();`,
+  `process.on("SIGUSR2", () => {`,
+  `  process.stderr.write("Error: boom\\n    at main (server.js:1:1)\\nNode.js " + process.version);`,
+  `  process.exit(1);`,
+  `});`,
+  `process.stderr.write("writer " + writer.pid + "\\n");`,
+  `setInterval(() => {}, 1000);`,
+].join("\n");
+
+/** The state letter of `pid` in /proc (R running, S sleeping, Z exited, not reaped), undefined once it is gone. */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.charAt(stat.lastIndexOf(")") + 2);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits, holding the event loop, until `pid` sleeps (`yes` only sleeps blocked on a full pipe) or is gone; at most ~10 s. */
+function blockUntilSleeping(pid: number): void {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (let i = 0; i < 10_000; i += 1) {
+    if (processState(pid) !== "R") return;
+    Atomics.wait(nap, 0, 0, 1);
+  }
+}
+
+const started: number[] = [];
+afterEach(() => {
+  for (const pid of started.splice(0)) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  }
+});
+
+interface Flood {
+  child: ChildProcess;
+  writer: number;
+  stderr: () => string;
+  /** Bytes read from the child's stdout since its exit. */
+  afterExit: () => number;
+  /** Resolves once `bytes` were read from its stdout since its exit. */
+  readAfterExit: (bytes: number) => Promise<"still reading">;
+  /** Makes the child write its crash report and exit; from then on the event loop is held between polls. */
+  crash: () => void;
+  stopHolding: () => void;
+}
+
+async function flood(): Promise<Flood> {
+  const child = spawn(process.execPath, ["-e", FLOODING], { stdio: ["pipe", "pipe", "pipe"] });
+  started.push(child.pid!);
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  expect(await waitUntil(() => /writer \d+\n/.test(stderr))).toBe(true);
+  const writer = Number(/writer (\d+)\n/.exec(stderr)![1]);
+  started.push(writer);
+  let exited = false;
+  let holding = true;
+  let afterExit = 0;
+  const waiting: Array<{ bytes: number; resolve: (value: "still reading") => void }> = [];
+  child.stdout!.on("data", (chunk: Buffer) => {
+    if (!exited) return;
+    afterExit += chunk.length;
+    for (const wait of waiting.filter((w) => afterExit >= w.bytes)) wait.resolve("still reading");
+  });
+  const hold = () => {
+    if (!holding) return;
+    blockUntilSleeping(writer);
+    setImmediate(hold);
+  };
+  // Registered before `whenGone` registers its own: the hold runs before each of its checks.
+  child.once("exit", () => {
+    exited = true;
+    hold();
+  });
+  return {
+    child,
+    writer,
+    stderr: () => stderr,
+    afterExit: () => afterExit,
+    readAfterExit: (bytes) => new Promise((resolve) => waiting.push({ bytes, resolve })),
+    crash: () => process.kill(child.pid!, "SIGUSR2"),
+    stopHolding: () => void (holding = false),
+  };
+}
+
+/** A time bound the test fires by hand. */
+function manualTimer(): { start: (onTimeout: () => void) => () => void; fire: () => void; started: () => boolean } {
+  let pending: (() => void) | undefined;
+  return {
+    start: (onTimeout) => {
+      pending = onTimeout;
+      return () => void (pending = undefined);
+    },
+    fire: () => pending?.(),
+    started: () => pending !== undefined,
+  };
+}
+
+describe("a stdio child that exits while a process it started floods its stdout", () => {
+  test("its output is read for at most the byte bound after the exit, then cut; its crash report on stderr is kept", async () => {
+    const timer = manualTimer();
+    const f = await flood();
+    let gone = false;
+    const goneWith = new Promise<{ cut: OutputCut | undefined; stderr: string }>((resolve) =>
+      whenGone(f.child, (cut) => {
+        gone = true;
+        resolve({ cut, stderr: f.stderr() });
+      }, { maxBytes: MIB, startTimer: timer.start }),
+    );
+    f.crash();
+    const first = await Promise.race([goneWith, f.readAfterExit(8 * MIB)]);
+    f.stopHolding();
+    expect(first).toEqual({ cut: { reason: "bytes", bytes: expect.any(Number) }, stderr: expect.stringContaining("Error: boom\n    at main (server.js:1:1)\nNode.js ") });
+    expect((first as { cut: OutputCut }).cut.bytes).toBeGreaterThanOrEqual(MIB);
+    expect(gone).toBe(true);
+    // Our ends of the pipes are closed: the writer dies of it (SIGPIPE; reaped by whoever adopted it), the timer was stopped.
+    expect(f.child.stdout!.destroyed).toBe(true);
+    expect(await waitUntil(() => processState(f.writer) === "Z" || processState(f.writer) === undefined)).toBe(true);
+    expect(timer.started()).toBe(false);
+  });
+
+  test("its output is read for at most the time bound after the exit, then cut", async () => {
+    const timer = manualTimer();
+    const f = await flood();
+    let cutWith: OutputCut | undefined | null = null;
+    const gone = new Promise<void>((resolve) =>
+      whenGone(f.child, (cut) => {
+        cutWith = cut;
+        resolve();
+      }, { maxBytes: Number.POSITIVE_INFINITY, startTimer: timer.start }),
+    );
+    f.crash();
+    await f.readAfterExit(2 * MIB);
+    // Still reading, 2 MiB past the exit: only the timer ends it.
+    expect(cutWith).toBeNull();
+    expect(timer.started()).toBe(true);
+    timer.fire();
+    const first = await Promise.race([gone, f.readAfterExit(f.afterExit() + 8 * MIB)]);
+    f.stopHolding();
+    expect(first).toBeUndefined();
+    expect(cutWith).toEqual({ reason: "time", bytes: expect.any(Number) });
+    expect(f.stderr()).toContain("Error: boom\n    at main (server.js:1:1)\nNode.js ");
+  });
+});
