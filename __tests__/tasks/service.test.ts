@@ -22,6 +22,7 @@ import {
 } from "../../lib/tasks";
 import { cancelled, completed, DRIVER, harnessPerTest, Hold, ScriptedDriver, settings, working, type Harness } from "./scripted-driver";
 import { openStore, T0, targets } from "./store/helpers";
+import { McpTaskAnswerUnsettledError } from "../../lib/tasks/model";
 
 const seconds = (later: Date | null, earlier: Date) => (later === null ? null : (later.getTime() - earlier.getTime()) / 1000);
 const inputRequired = (question: string, poll_after_seconds?: number) =>
@@ -206,6 +207,41 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       const row = (await h.row(task.id))!;
       expect(row).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, last_polled_at: h.clock.current });
       expect(seconds(row.next_poll_at, h.clock.current)).toBe(5);
+    });
+
+    test("a poll deferred for longer than the lease (a submit on the same stdio child unanswered) counts as an error every interval: degraded, then back", async () => {
+      const h = await setup({ settings: { poll_interval_seconds: 5, lease_seconds: 30, max_poll_backoff_seconds: 300, tracking_degraded_after_errors: 2 } });
+      h.driver.callSeconds = 1;
+      const task = await h.submit();
+      h.driver.status(task.remote_task_id, ...Array.from({ length: 8 }, () => new McpTaskAnswerUnsettledError()));
+      // Deferred, unchanged, one interval at a time while deferred for no longer than the lease (30 s from the first).
+      let first: Date | undefined;
+      for (let i = 0; i < 6; i += 1) {
+        // (A deferral counts as a retry in the tick's report; only the row tells the two apart.)
+        expect(await tickAtNextPoll(h, task.id)).toMatchObject({ claimed: 1, retried: 1 });
+        const row = (await h.row(task.id))!;
+        expect(seconds(row.next_poll_at, h.clock.current)).toBe(5);
+        first ??= h.clock.current;
+        expect(row).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, event_version: 0, poll_deferred_at: first });
+      }
+      expect(seconds(h.clock.current, first!)).toBe(30);
+      // Past the lease: each deferral is a poll error, still one interval apart (no backoff), degraded at the threshold.
+      const stuck = "Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process is unanswered (for 36 s)";
+      expect(await tickAtNextPoll(h, task.id)).toMatchObject({ retried: 1 });
+      expect(await h.row(task.id)).toMatchObject({ consecutive_poll_error_count: 1, last_poll_error: stuck, event_version: 0 });
+      expect(seconds((await h.row(task.id))!.next_poll_at, h.clock.current)).toBe(5);
+      expect(await tickAtNextPoll(h, task.id)).toMatchObject({ retried: 1, notified: 1 });
+      expect(await h.row(task.id)).toMatchObject({ consecutive_poll_error_count: 2, last_poll_error: stuck.replace("36 s", "42 s"), event_version: 1 });
+      expect(seconds((await h.row(task.id))!.next_poll_at, h.clock.current)).toBe(5);
+      expect(h.notifier.deliveries.at(-1)?.delivery.event).toMatchObject({ status: "submitted", tracking_degraded: true, last_poll_error: stuck.replace("36 s", "42 s") });
+      await h.service.runOnce(); // the degraded event's run is confirmed
+      // The submit answered: the next poll gets the status (the script's answers ran out: working); tracking is back.
+      expect(await tickAtNextPoll(h, task.id)).toMatchObject({ applied: 1 });
+      expect(await h.row(task.id)).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null, poll_deferred_at: null });
+      // Deferred again later: counted from that deferral, not from the first spell.
+      h.driver.status(task.remote_task_id, new McpTaskAnswerUnsettledError());
+      await tickAtNextPoll(h, task.id);
+      expect(await h.row(task.id)).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, poll_deferred_at: h.clock.current });
     });
 
     test("the degraded event carries tracking_degraded and the last error to the thread", async () => {

@@ -212,6 +212,33 @@ describe("a server keeping its jobs across processes", () => {
     expect(row?.result).toMatchObject({ label: "kept", step: 2 });
     expect((row?.result as { pid: number }).pid).not.toBe(old.pid);
   });
+
+  test("a submit on the next child that stays unanswered past the lease: the old task's deferred polls count as errors, tracking_degraded; back once it answers", async () => {
+    const s = await setup((dir) => path.join(dir, "jobs.jsonl"));
+    const old = await submitWithPid(s.tools, "bob", "th-a", { label: "kept", steps: 2, remote_id: "job-kept" });
+    process.kill(old.pid, "SIGKILL");
+    expect(await waitUntil(() => !alive(old.pid))).toBe(true);
+    const answered = s.gate.arm();
+    const turn = submitWithPid(s.tools, "bob", "th-a", { label: "new", steps: 1, remote_id: "job-new" });
+    await answered;
+    const row = () => s.runtime.service.getTask(old.taskId, "bob");
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect(await row()).toMatchObject({ status: "submitted", consecutive_poll_error_count: 0, last_poll_error: null, event_version: 0 });
+    // Deferred for longer than the lease (120 s): each deferral is an error, one poll interval apart.
+    await s.runtime.runOnce(s.clock.advance(121));
+    const stuck = (held: number) =>
+      `Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process is unanswered (for ${held} s)`;
+    expect(await row()).toMatchObject({ status: "submitted", consecutive_poll_error_count: 1, last_poll_error: stuck(121), event_version: 0 });
+    expect((await row())?.next_poll_at).toEqual(new Date(s.clock.current.getTime() + 5000));
+    await s.runtime.runOnce(s.clock.advance(5));
+    await s.runtime.runOnce(s.clock.advance(5));
+    // The third error is the default threshold: the degraded event.
+    expect(await row()).toMatchObject({ status: "submitted", consecutive_poll_error_count: 3, last_poll_error: stuck(131), event_version: 1 });
+    s.gate.open();
+    await turn;
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect(await row()).toMatchObject({ status: "working", consecutive_poll_error_count: 0, last_poll_error: null, poll_deferred_at: null });
+  });
 });
 
 /** Fails the store's first insert of the row of remote id `remoteId` (a database failure after the server accepted the job). */

@@ -438,8 +438,20 @@ export class McpTaskService {
       this.#assertRunning();
       const failedAt = this.#clock();
       if (err instanceof McpTaskAnswerUnsettledError) {
+        // Asked again one interval later, never backed off: the poll can go as soon as the submit answers. Deferred for
+        // longer than a lease (a submit without a call timeout may never answer), each deferral counts as a poll error,
+        // so the task shows `tracking_degraded` at the threshold; the first answer ends it.
         const nextPollAt = addSeconds(failedAt, this.settings.poll_interval_seconds);
-        const deferred = await this.store.deferPoll({ taskId, leaseOwner: this.leaseOwner, leaseExpiresAt: record.lease_expires_at, nextPollAt });
+        const since = record.poll_deferred_at ?? failedAt;
+        const heldSeconds = Math.floor((failedAt.getTime() - since.getTime()) / 1000);
+        if (heldSeconds > this.settings.lease_seconds) {
+          const error =
+            "Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process " +
+            `is unanswered (for ${heldSeconds} s)`;
+          const released = await this.#releaseClaim(record, error, nextPollAt, since);
+          return released ? { outcome: "retried", taskId, error, nextPollAt } : { outcome: "discarded-by-fence", taskId };
+        }
+        const deferred = await this.store.deferPoll({ taskId, leaseOwner: this.leaseOwner, leaseExpiresAt: record.lease_expires_at, nextPollAt, since });
         return deferred ? { outcome: "deferred", taskId, nextPollAt } : { outcome: "discarded-by-fence", taskId };
       }
       if (err instanceof McpTaskProtocolError) {
@@ -469,8 +481,9 @@ export class McpTaskService {
     return applied;
   }
 
-  async #releaseClaim(record: TaskRecord, error: string, nextPollAt: Date): Promise<boolean> {
+  async #releaseClaim(record: TaskRecord, error: string, nextPollAt: Date, deferredSince?: Date): Promise<boolean> {
     const released = await this.store.releaseClaim({
+      deferredSince,
       taskId: record.id,
       leaseOwner: this.leaseOwner,
       leaseExpiresAt: record.lease_expires_at,

@@ -97,7 +97,7 @@ describe.each(targets())("concurrent stores on $name", (target) => {
     for (const child of children) child.send("go");
     const applied = await Promise.all(children.map(async (c) => JSON.parse(await c.next()) as string[]));
     await Promise.all(children.map((c) => c.exit));
-    const all = ["0001_create_mcp_tasks", "0002_task_results", "0003_task_notifications", "0004_claim_indexes", "0005_remote_scope"];
+    const all = ["0001_create_mcp_tasks", "0002_task_results", "0003_task_notifications", "0004_claim_indexes", "0005_remote_scope", "0006_poll_deferred_at"];
     expect(applied.map((a) => a.length).sort()).toEqual([0, all.length]);
     expect(applied.flat()).toEqual(all);
     const again = startChild("migrate", { url });

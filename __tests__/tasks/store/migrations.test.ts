@@ -36,12 +36,12 @@ const INDEXES = [
 describe.each(targets())("migrations on $name", (target) => {
   afterAll(() => target.cleanup());
 
-  test("the store creates all 45 columns, every index and the named unique handle", async () => {
+  test("the store creates all 46 columns, every index and the named unique handle", async () => {
     const url = await target.fresh();
     await (await openStore(url, new ManualClock())).close();
     const { db } = await openTaskDatabase({ url });
     expect(await columns(db)).toEqual([...TASK_COLUMNS]);
-    expect(TASK_COLUMNS).toHaveLength(45);
+    expect(TASK_COLUMNS).toHaveLength(46);
     expect(await indexes(db)).toEqual(INDEXES);
     if (db.dialect === "postgres") {
       const [c] = await db.rows("SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conname = 'uq_mcp_tasks_user_server_remote' AND connamespace = current_schema()::regnamespace");

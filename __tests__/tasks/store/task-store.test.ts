@@ -181,22 +181,49 @@ describe.each(targets())("task store on $name", (target) => {
     clock.advance(61);
     const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
     const later = new Date(clock.current.getTime() + 5000);
-    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: stale.lease_expires_at, nextPollAt: later })).toBe(false);
-    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w2", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(false);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: stale.lease_expires_at, nextPollAt: later, since: clock.current })).toBe(false);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w2", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later, since: clock.current })).toBe(false);
     clock.advance(1);
-    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(true);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later, since: clock.current })).toBe(true);
     const row = (await store.get(task.id, "alice"))!;
-    expect(row).toEqual({ ...claimed, next_poll_at: later, lease_owner: null, lease_expires_at: null });
+    expect(row).toEqual({ ...claimed, next_poll_at: later, lease_owner: null, lease_expires_at: null, poll_deferred_at: clock.current });
     expect(row).toMatchObject({ consecutive_poll_error_count: 0, last_poll_error: null, event_version: 0 });
-    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later })).toBe(false);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: later, since: clock.current })).toBe(false);
     clock.advance(5);
     const [again] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
     await store.requestCancel(task.id, "alice", "thread-1");
     // The same owner takes the cancel with the same lease expiry: the poll's deferral still writes nothing.
     const [cancelling] = await store.claimCancels({ leaseOwner: "w1", ...lease });
     expect(cancelling?.lease_expires_at).toEqual(again.lease_expires_at);
-    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: again.lease_expires_at, nextPollAt: later })).toBe(false);
+    expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: again.lease_expires_at, nextPollAt: later, since: clock.current })).toBe(false);
     expect(await store.get(task.id, "alice")).toEqual(cancelling);
+    await store.close();
+  });
+
+  test("poll_deferred_at keeps when the deferrals began: through more deferrals and the errors they count as; any other poll outcome clears it", async () => {
+    const { store, clock } = await fresh();
+    const task = await seedTask(store);
+    const deferNow = async (since: Date) => {
+      const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+      expect(await store.deferPoll({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: clock.current, since })).toBe(true);
+      return (await store.get(task.id, "alice"))!.poll_deferred_at;
+    };
+    const began = clock.current;
+    expect(await deferNow(began)).toEqual(began);
+    clock.advance(5);
+    expect(await deferNow(clock.current)).toEqual(began);
+    const release = async (deferredSince?: Date) => {
+      const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+      const input = { taskId: task.id, leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: clock.current, error: "x", trackingDegradedAfterErrors: 3 };
+      expect(await store.releaseClaim({ ...input, deferredSince })).toBe(true);
+      return (await store.get(task.id, "alice"))!;
+    };
+    expect(await release(began)).toMatchObject({ poll_deferred_at: began, consecutive_poll_error_count: 1 });
+    expect(await release()).toMatchObject({ poll_deferred_at: null, consecutive_poll_error_count: 2 });
+    expect(await deferNow(clock.current)).toEqual(clock.current);
+    const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    await store.applySnapshot({ task: claimed, leaseOwner: "w1", snapshot: new TaskSnapshot({ status: "working" }), nextPollAt: clock.current });
+    expect(await store.get(task.id, "alice")).toMatchObject({ poll_deferred_at: null, consecutive_poll_error_count: 0 });
     await store.close();
   });
 

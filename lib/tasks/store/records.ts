@@ -54,9 +54,11 @@ export interface TaskRecord {
    * may be numbered per process; '' for HTTP/SSE, whose ids are the server's own.
    */
   remote_scope: string;
+  /** When the polls deferred since were first deferred (see migration 0006); null when the last poll was not deferred. */
+  poll_deferred_at: Date | null;
 }
 
-/** All 45 columns, in table order. */
+/** All 46 columns, in table order. */
 export const TASK_COLUMNS = [
   "id",
   "user_id",
@@ -103,6 +105,7 @@ export const TASK_COLUMNS = [
   "next_cancel_at",
   "last_cancel_error",
   "remote_scope",
+  "poll_deferred_at",
 ] as const satisfies readonly (keyof TaskRecord)[];
 
 const TIMESTAMP_COLUMNS = new Set<string>([
@@ -116,6 +119,7 @@ const TIMESTAMP_COLUMNS = new Set<string>([
   "next_notification_at",
   "notification_lease_expires_at",
   "next_cancel_at",
+  "poll_deferred_at",
 ]);
 const JSON_COLUMNS = new Set<string>(["result", "input_required", "driver_data", "result_artifact", "dispatch_event"]);
 

@@ -207,7 +207,7 @@ export class TaskSql {
         result_truncated = v.v_result_truncated, result_artifact = v.v_result_artifact, error = v.v_error,
         input_required = v.v_input_required, next_poll_at = v.v_next_poll_at, last_polled_at = v.v_polled_at,
         last_poll_error = NULL, consecutive_poll_error_count = 0, lease_owner = NULL, lease_expires_at = NULL,
-        completed_at = CASE WHEN v.v_completed THEN ${now} ELSE completed_at END, updated_at = ${now},
+        poll_deferred_at = NULL, completed_at = CASE WHEN v.v_completed THEN ${now} ELSE completed_at END, updated_at = ${now},
         ${recordEventSet("v.v_fp", now)}
       FROM v
       WHERE mcp_tasks.id = v.v_id AND mcp_tasks.task_name = v.v_task_name AND mcp_tasks.lease_owner = v.v_lease_owner
@@ -223,7 +223,8 @@ export class TaskSql {
   }
 
   /**
-   * $1 id, $2 owner, $3 now, $4 next poll, $5 error, $6 fingerprint, $7 the claim's lease expiry (or null).
+   * $1 id, $2 owner, $3 now, $4 next poll, $5 error, $6 fingerprint, $7 the claim's lease expiry (or null), $8 for a
+   * deferral counted as this error, when the deferrals began (null for any other error).
    * Fenced like an apply: owner, lease expiry, claim, pollable and no cancel request. A failure that comes back
    * after the lease expired, after a newer claim or after a cancel request counts no error and records no event;
    * a cancel claim of the same owner can hold the very lease expiry the poll's claim wrote (a clock that did not
@@ -233,17 +234,21 @@ export class TaskSql {
     const { c } = this;
     return `UPDATE mcp_tasks SET next_poll_at = ${c.ts(4)}, last_poll_error = ${c.text(5)},
         consecutive_poll_error_count = consecutive_poll_error_count + 1, lease_owner = NULL, lease_expires_at = NULL,
-        updated_at = ${c.ts(3)},
+        poll_deferred_at = ${c.ts(8)}, updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(6), c.ts(3))}
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(7))}
         AND status IN ${POLLABLE} AND cancel_requested_at IS NULL
       RETURNING id`;
   }
 
-  /** $1 id, $2 owner, $3 now, $4 next poll, $5 the claim's lease expiry (or null). Fenced as `releaseClaim`. */
+  /**
+   * $1 id, $2 owner, $3 now, $4 next poll, $5 the claim's lease expiry (or null), $6 when the deferrals began (kept if an
+   * earlier deferral set it). Fenced as `releaseClaim`.
+   */
   deferPoll(): string {
     const { c } = this;
-    return `UPDATE mcp_tasks SET next_poll_at = ${c.ts(4)}, lease_owner = NULL, lease_expires_at = NULL
+    return `UPDATE mcp_tasks SET next_poll_at = ${c.ts(4)}, lease_owner = NULL, lease_expires_at = NULL,
+        poll_deferred_at = COALESCE(poll_deferred_at, ${c.ts(6)})
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(5))}
         AND status IN ${POLLABLE} AND cancel_requested_at IS NULL
       RETURNING id`;

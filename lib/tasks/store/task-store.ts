@@ -88,6 +88,8 @@ export interface ReleaseClaimInput {
   nextPollAt: Date;
   error: string;
   trackingDegradedAfterErrors: number;
+  /** For a deferral past its bound, counted as this error: when the first of the deferrals was (they go on). */
+  deferredSince?: Date;
 }
 
 export interface DeferPollInput {
@@ -96,6 +98,8 @@ export interface DeferPollInput {
   /** The lease expiry the claim wrote: fences the write on that claim. */
   leaseExpiresAt?: Date | null;
   nextPollAt: Date;
+  /** When the polls were first deferred: kept as `poll_deferred_at` unless an earlier deferral already set it. */
+  since: Date;
 }
 
 export interface ApplyCancelInput {
@@ -204,6 +208,7 @@ export class TaskStore {
       next_cancel_at: null,
       last_cancel_error: null,
       remote_scope: input.remoteScope ?? "",
+      poll_deferred_at: null,
     };
     // A row born in an attention status starts with its first event (version 1, pending).
     const event = notificationEvent(eventSourceOf(input.id, input.taskName, s, 0, null), Number.POSITIVE_INFINITY);
@@ -312,12 +317,16 @@ export class TaskStore {
         input.error,
         fp,
         claimExpiry(input.leaseExpiresAt),
+        input.deferredSince ? dbTime(input.deferredSince) : null,
       ]);
       return done.length === 1;
     });
   }
 
-  /** Gives a claimed poll back unchanged but for when it is due: no error is counted, no event recorded. */
+  /**
+   * Gives a claimed poll back unchanged but for when it is due and since when it is deferred (`poll_deferred_at`): no
+   * error is counted, no event recorded.
+   */
   async deferPoll(input: DeferPollInput): Promise<boolean> {
     return this.#step(this.#sql.deferPoll(), [
       input.taskId,
@@ -325,6 +334,7 @@ export class TaskStore {
       dbTime(this.#clock()),
       dbTime(input.nextPollAt),
       claimExpiry(input.leaseExpiresAt),
+      dbTime(input.since),
     ]);
   }
 

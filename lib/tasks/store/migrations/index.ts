@@ -11,11 +11,12 @@ import { taskResults } from "./0002_task_results";
 import { taskNotifications } from "./0003_task_notifications";
 import { claimIndexes } from "./0004_claim_indexes";
 import { remoteScope } from "./0005_remote_scope";
+import { pollDeferredAt } from "./0006_poll_deferred_at";
 import { columnTypes, type MigrationContext, type TaskStoreMigration } from "./types";
 
 export type { MigrationContext, TaskStoreMigration } from "./types";
 
-export const TASK_STORE_MIGRATIONS: readonly TaskStoreMigration[] = [createMcpTasks, taskResults, taskNotifications, claimIndexes, remoteScope];
+export const TASK_STORE_MIGRATIONS: readonly TaskStoreMigration[] = [createMcpTasks, taskResults, taskNotifications, claimIndexes, remoteScope, pollDeferredAt];
 export const LATEST_MIGRATION = TASK_STORE_MIGRATIONS[TASK_STORE_MIGRATIONS.length - 1].name;
 export const MIGRATIONS_TABLE = "mcp_harness_migrations";
 
