@@ -85,6 +85,18 @@ export interface CallPathOptions {
 
 const CALL_ERROR_MAX_CHARS = 1000;
 
+/**
+ * The session each attempt's answer came from, keyed by that answer as the interceptors get it (and as a direct call
+ * returns it): an interceptor may send a call more than once, and its attempts may reach different stdio children
+ * (one died between them).
+ */
+const answeredOn = new WeakMap<object, McpSession>();
+
+/** The session whose answer `outcome` is; undefined when an interceptor returned an outcome of its own. */
+export function answeringSession(outcome: McpCallOutcome): McpSession | undefined {
+  return answeredOn.get(outcome);
+}
+
 const sendable = new WeakMap<HeaderMap, HeaderMap>();
 
 /**
@@ -394,6 +406,7 @@ function sendToServer(
           },
         };
       }
+      answeredOn.set(result, lease.session);
       return result;
     } catch (err) {
       // A server's JSON-RPC error (`cannot open <path>`) quotes the host paths as a result would.
@@ -668,9 +681,12 @@ export async function runDirectCall(
     if (!isCommand(outcome) && !ToolMessage.isInstance(outcome)) {
       // Every walk of a result (redaction, paths, conversion, a checkpoint's serializer) recurses: bounded here, once.
       if (nestsDeeperThan(outcome, MAX_RESULT_DEPTH)) throw ownText(new McpToolCallError(tooDeepText(record)));
+      const answered = outcome;
       const translating = withTranslatedPaths(outcome, workspace, protocolFields);
       // The file system may hang (a stalled mount): the call's deadline bounds the translation too.
       outcome = translating instanceof Promise ? await translatedWithin(translating, outcome, deadline!, workspace) : translating;
+      const answering = answeredOn.get(answered);
+      if (answering && outcome !== answered) answeredOn.set(outcome, answering);
     }
     if (!unscrubbed) return scrubOutcome(outcome, secrets.redactor());
     unscrubbed(secrets.all());

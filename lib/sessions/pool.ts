@@ -42,7 +42,9 @@ export interface McpSession {
    * stdio: notes that the child holds the durable task `remoteId` while it is `pending` (pollable), or no longer. The
    * LRU bound closes a child holding pending tasks only after every other one: a server keeping its jobs in the process
    * does not know them in a new child. `issued`: the id is this child's answer to a submit sent on it (see `handedOut`).
-   * Whether this call started holding it (pending, and not held already).
+   * A submit's answer (`issued`) holds the id once more each time (a server may answer two submits with one id) and,
+   * told it is not pending (no row tracks it), gives back only that hold; a poll's answer holds it only if not held yet
+   * and, told it is not pending, ends every hold of it. Whether this call took a hold of it.
    */
   holdTask?(remoteId: string, pending: boolean, issued?: boolean): boolean;
   /**
@@ -150,8 +152,8 @@ interface Entry {
   exited?: () => boolean;
   /** stdio: the tag every process of this session carries, so what the child started ends with it. */
   readonly tag?: string;
-  /** stdio: remote ids of the pending durable tasks the child holds (see `McpSession.holdTask`). */
-  tasks?: Set<string>;
+  /** stdio: remote ids of the pending durable tasks the child holds, each with its count of holds (see `McpSession.holdTask`). */
+  tasks?: Map<string, number>;
   /** stdio: submits whose task is not held yet, nor known to be none (see `McpSession.holdSubmit`). */
   submits?: number;
   /**
@@ -863,13 +865,23 @@ export class SessionPool {
   /** See `McpSession.holdTask`. */
   private holdTask(entry: Entry, remoteId: string, pending: boolean, issued: boolean): boolean {
     if (issued) (entry.issued ??= new Set()).add(remoteId);
+    const tasks = (entry.tasks ??= new Map());
+    const held = tasks.get(remoteId) ?? 0;
     if (!pending) {
-      if (entry.tasks?.delete(remoteId)) this.heldNoMore(entry);
+      if (held === 0) return false;
+      // A submit whose task no row tracks gives back its own hold: another submit answered with that id may have its
+      // row stored. The task's end, polled, ends them all.
+      if (issued && held > 1) {
+        tasks.set(remoteId, held - 1);
+      } else {
+        tasks.delete(remoteId);
+        this.heldNoMore(entry);
+      }
       return false;
     }
-    const tasks = (entry.tasks ??= new Set());
-    if (tasks.has(remoteId)) return false;
-    tasks.add(remoteId);
+    if (held > 0 && !issued) return false;
+    tasks.set(remoteId, held + 1);
+    if (held > 0) return true;
     // Taken by a child already chosen to close (by the bound before the task existed, or a reload): it cannot be kept.
     if (entry.closing) {
       this.logger.warn(

@@ -11,6 +11,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { McpToolkit } from "../mcp";
 import type { McpSession } from "../sessions";
 import type { McpCallOutcome } from "../shared/interceptor";
+import { answeringSession } from "../mcp/call";
 import { scrubOther } from "../mcp/scrub-outcome";
 import { Redactor } from "../shared/redact";
 import { McpTaskAnswerUnsettledError, McpTaskIdReissuedError } from "./model";
@@ -78,7 +79,7 @@ export interface TaskToolAnswer {
   holdsSecret(text: string): boolean;
   /**
    * stdio: tells the child's pool whether it holds the pending task `remoteId` (see `McpSession.holdTask`); told on a
-   * submit's answer, the child issued that id. Whether this call started holding it.
+   * submit's answer, the child issued that id, and each submit holds it once (see there). Whether this call took a hold.
    */
   holdTask?(remoteId: string, pending: boolean): boolean;
   /** stdio: the child process that answered (see `McpSession.incarnation`). */
@@ -168,6 +169,9 @@ export function toolkitTaskCaller(toolkit: McpToolkit, memory: SubmitSecretsMemo
         const text = ToolMessage.isInstance(outcome) && typeof outcome.content === "string" ? outcome.content : "";
         throw new TaskCallShortCircuitError(call.toolName, cutCodePoints(Redactor.of(secrets).text(text), 500));
       }
+      // An interceptor's attempts may have gone to different children: the answer's is the one it speaks for (the last
+      // one told, when the interceptor returned an outcome of its own).
+      session = answeringSession(outcome) ?? session;
       // The child may have handed the id out while the call was out (a submit sent on it meanwhile): the answer may be
       // about that job.
       if (call.task && session) throwIfRefused(handedOutBy(session, call.task));

@@ -224,7 +224,11 @@ export class McpTaskService {
     const req = request.withLocalTaskId(localTaskId);
     const caller = options.signal;
     caller?.throwIfAborted();
-    const submission = await this.#remote((o) => driver.submit(req, { ...o, runtime: options.runtime }), caller);
+    let submitting: Promise<TaskSubmission> | undefined;
+    const remote = this.#remote((o) => (submitting = driver.submit(req, { ...o, runtime: options.runtime })), caller);
+    // stop() settles the submit at once: an answer that comes after that is no row's task, so nothing keeps a child for it.
+    void remote.catch(() => submitting?.then((late) => late.untracked?.(), () => undefined));
+    const submission = await remote;
     const ref: TaskReference = {
       localTaskId,
       userId: req.userId,

@@ -128,7 +128,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     });
     try {
       const payload = parsePayload(submitPayload, answer, toolName);
-      // Let go of only if this submit took it: a pending row owning the same id keeps it held.
+      // What this submit took is given back if no row tracks the task: the holds of others answered with the id stay.
       const took = answer.holdTask?.(payload.task_id, true) === true;
       return {
         remoteTaskId: payload.task_id,
