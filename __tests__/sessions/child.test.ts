@@ -8,6 +8,7 @@ import { describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { McpServerSchema, RecordingLogger } from "../../lib";
+import { whenGone, type AfterExitBound, type OutputCut } from "../../lib/sessions/child";
 import { SessionPool } from "../../lib/sessions/pool";
 import { EMPTY_HEADERS } from "../../lib/shared/headers";
 import { waitUntil } from "../fixtures/processes";
@@ -87,6 +88,60 @@ describe("a stdio child that exits before its MCP session started", () => {
       ]);
     } finally {
       await pool.close();
+    }
+  });
+});
+
+/** Bounds of the reading after the exit that are reached at the exit itself; `stopped` tells whether the timer was stopped. */
+const REACHED_AT_EXIT: Array<[string, (stopped: () => void) => AfterExitBound]> = [
+  ["a byte bound of 0", (stopped) => ({ maxBytes: 0, startTimer: () => stopped })],
+  [
+    "a timer that fires at once",
+    (stopped) => ({
+      maxBytes: Number.POSITIVE_INFINITY,
+      startTimer: (onTimeout) => {
+        onTimeout();
+        return stopped;
+      },
+    }),
+  ],
+];
+
+describe("whenGone, with a bound of the reading after the exit already reached", () => {
+  test.each(REACHED_AT_EXIT)("%s: one whole poll past the exit is read before any cut, so the child's last output is kept", async (_name, boundOf) => {
+    let timerStopped = false;
+    const bound = boundOf(() => void (timerStopped = true));
+    const child = spawn(process.execPath, ["-e", CRASHING], { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    try {
+      expect(await waitUntil(() => /ready \d+\n/.test(stderr))).toBe(true);
+      let reportBeforeExit: boolean | undefined;
+      child.once("exit", () => (reportBeforeExit = stderr.includes("TypeError")));
+      const told: Array<{ cut: OutputCut | undefined; stderr: string }> = [];
+      whenGone(child, (cut) => told.push({ cut, stderr }), bound);
+
+      // As above: the child's exit is told in a turn whose poll did not read its report.
+      const other = spawn(process.execPath, ["-e", "process.stdout.write('x')"], { stdio: ["ignore", "pipe", "ignore"] });
+      let crashed = false;
+      other.stdout.once("data", () => {
+        process.kill(child.pid!, "SIGUSR2");
+        crashed = blockUntilExited(child.pid!);
+      });
+      expect(blockUntilExited(other.pid!)).toBe(true);
+      await closed;
+
+      expect(crashed).toBe(true);
+      expect(reportBeforeExit).toBe(false);
+      expect(stderr).toContain(`  input: 'postgresql://u@127.0.0.1:99999/db'\n}\n\nNode.js ${process.version}`);
+      // Told (if the pipes' close did not come first) only once the report was read, and not as a cut: no stdout came.
+      expect(told.length).toBeLessThanOrEqual(1);
+      for (const t of told) expect(t).toEqual({ cut: undefined, stderr });
+      // Its timer is stopped however the reading ends (told, or silently after the close).
+      expect(await waitUntil(() => timerStopped)).toBe(true);
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 });

@@ -125,6 +125,11 @@ export class AmbiguousMcpTaskError extends Error {
   }
 }
 
+/** A poll deferred for longer than a lease (see `#pollClaimed`): one text, however long, as the degraded event holds it. */
+const HELD_BACK_ERROR =
+  "Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process " +
+  "has been unanswered for longer than lease_seconds";
+
 /** The service was stopped: in-flight remote calls were abandoned and no further work is accepted. */
 export class McpTaskServiceStoppedError extends Error {
   constructor() {
@@ -449,9 +454,7 @@ export class McpTaskService {
         const since = record.poll_deferred_at ?? failedAt;
         const heldSeconds = Math.floor((failedAt.getTime() - since.getTime()) / 1000);
         if (heldSeconds > this.settings.lease_seconds) {
-          const error =
-            "Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process " +
-            `is unanswered (for ${heldSeconds} s)`;
+          const error = HELD_BACK_ERROR;
           const released = await this.#releaseClaim(record, error, nextPollAt, since);
           return released ? { outcome: "retried", taskId, error, nextPollAt } : { outcome: "discarded-by-fence", taskId };
         }

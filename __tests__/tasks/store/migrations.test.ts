@@ -159,4 +159,34 @@ describe.each(targets())("migrations on $name", (target) => {
     expect(await migrate(again.db, { schema: again.schema })).toEqual([]);
     await again.db.close();
   });
+
+  test("a database at 0005 upgrades to poll_deferred_at: its rows read null, and their first deferral sets it", async () => {
+    const url = await target.fresh();
+    const { db, schema } = await openTaskDatabase({ url });
+    expect((await migrate(db, { schema, to: "0005_remote_scope" })).at(-1)).toBe("0005_remote_scope");
+    const at = "2026-01-02T03:04:05.000Z";
+    const ts = db.dialect === "postgres" ? "::timestamptz" : "";
+    await db.rows(
+      `INSERT INTO mcp_tasks (id, user_id, thread_id, server_name, driver_name, remote_task_id, task_name, status, driver_data,
+         notification_status, poll_attempt_count, consecutive_poll_error_count, created_at, updated_at, next_poll_at)
+       VALUES ('old-live', 'alice', 't', 'jobs', 'ordinary-tools', 'job-1', 'report', 'working', '{}', 'none', 1, 0, $1${ts}, $1${ts}, $1${ts})`,
+      [at],
+    );
+    await db.close();
+
+    const clock = new ManualClock(new Date("2026-01-02T03:05:00.000Z"));
+    const store = await openStore(url, clock);
+    expect(await store.get("old-live", "alice")).toMatchObject({ status: "working", poll_deferred_at: null });
+    const [claimed] = await store.claimDuePolls({ leaseOwner: "w1", leaseSeconds: 30, limit: 10 });
+    expect(claimed).toMatchObject({ id: "old-live", poll_deferred_at: null });
+    const next = new Date(clock.current.getTime() + 5000);
+    expect(await store.deferPoll({ taskId: "old-live", leaseOwner: "w1", leaseExpiresAt: claimed.lease_expires_at, nextPollAt: next, since: clock.current })).toBe(true);
+    expect(await store.get("old-live", "alice")).toMatchObject({ poll_deferred_at: clock.current, next_poll_at: next });
+    await store.close();
+
+    const again = await openTaskDatabase({ url });
+    expect(await columns(again.db)).toEqual([...TASK_COLUMNS]);
+    expect(await migrate(again.db, { schema: again.schema })).toEqual([]);
+    await again.db.close();
+  });
 });
