@@ -135,6 +135,26 @@ describe("in process", () => {
     expect((await readdir(dir)).sort()).toEqual(["off.json", "on.json"]);
   });
 
+  test("a malformed --api-url, API URL variable or --assistant is a usage error (exit 2) whatever the config says, before it is read", async () => {
+    const dir = await makeTempDir("cli-worker-notifier-bad-");
+    const off = await writeConfig(dir, { mcpTasks: { enabled: false }, mcpServers: {} }, "off.json");
+    const missing = path.join(dir, "missing.json");
+    const cases: [string[], Record<string, string>, string][] = [
+      [["--api-url", "ftp://example.test"], {}, "--api-url must be an http(s) URL"],
+      [["--api-url", "http://u:p@example.test"], {}, "--api-url must not carry credentials"],
+      [[], { MCP_HARNESS_LANGGRAPH_API_URL: "not a url" }, "MCP_HARNESS_LANGGRAPH_API_URL must be an http(s) URL"],
+      [["--api-url", "http://example.test", "--assistant", " "], {}, "--assistant must name an assistant or graph id"],
+    ];
+    for (const config of [off, missing]) {
+      for (const [options, env, expected] of cases) {
+        const errors: string[] = [];
+        const io: CliIo = { out: () => undefined, err: (t) => errors.push(t), env: { MCP_HARNESS_DATA_DIR: path.join(dir, "data"), ...env }, cwd: dir };
+        expect([await runCli(["worker", config, "--notifier", "langgraph", ...options], io), errors[0]?.split("\n")[0]]).toEqual([2, expect.stringContaining(expected)]);
+      }
+    }
+    expect(await readdir(dir)).toEqual(["off.json"]);
+  });
+
   test("the config is read once: a file that turns to disabled after that read changes nothing for this process", async () => {
     const dir = await makeTempDir("cli-worker-once-");
     const on = await writeConfig(dir, { mcpTasks: { enabled: true }, mcpServers: {} }, "on.json");

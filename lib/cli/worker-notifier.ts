@@ -29,7 +29,11 @@ export interface WorkerNotifierChoice {
   description: string;
 }
 
-type NotifierFactory = (input: WorkerNotifierInput) => WorkerNotifierChoice | Promise<WorkerNotifierChoice>;
+/**
+ * Checks the options it is given (a `UsageError` for a malformed one) and returns the notifier's build, which may still
+ * refuse: what it needs but was not given is asked for only when it is built (with `mcpTasks.enabled`).
+ */
+type NotifierFactory = (input: WorkerNotifierInput) => () => WorkerNotifierChoice | Promise<WorkerNotifierChoice>;
 
 function httpUrl(text: string, source: string): URL {
   let url: URL;
@@ -44,24 +48,24 @@ function httpUrl(text: string, source: string): URL {
 }
 
 /** Runs of `--assistant` (default `agent`) on a LangGraph server's threads, through its API. */
-function langGraphNotifier({ values, io }: WorkerNotifierInput): WorkerNotifierChoice {
+function langGraphNotifier({ values, io }: WorkerNotifierInput): () => WorkerNotifierChoice {
   const given = values.get("api-url");
   const fromEnv = io.env[LANGGRAPH_API_URL_ENV_VAR]?.trim();
-  if (given === undefined && !fromEnv) {
-    throw new UsageError(`--notifier langgraph needs --api-url <url> (or ${LANGGRAPH_API_URL_ENV_VAR})`);
-  }
-  const url = httpUrl(given ?? fromEnv!, given === undefined ? LANGGRAPH_API_URL_ENV_VAR : "--api-url");
+  const url = given === undefined && !fromEnv ? undefined : httpUrl(given ?? fromEnv!, given === undefined ? LANGGRAPH_API_URL_ENV_VAR : "--api-url");
   const assistantId = values.get("assistant")?.trim() ?? "agent";
   if (assistantId === "") throw new UsageError("--assistant must name an assistant or graph id");
-  const apiKey = langGraphApiKeyFromEnv(io.env);
-  return {
-    notifier: createLangGraphServerNotifier({ apiUrl: url.href.replace(/\/$/, ""), assistantId, apiKey }),
-    description: `langgraph (runs of '${assistantId}' on ${url.origin}${apiKey ? ", with an API key" : ""})`,
+  return () => {
+    if (url === undefined) throw new UsageError(`--notifier langgraph needs --api-url <url> (or ${LANGGRAPH_API_URL_ENV_VAR})`);
+    const apiKey = langGraphApiKeyFromEnv(io.env);
+    return {
+      notifier: createLangGraphServerNotifier({ apiUrl: url.href.replace(/\/$/, ""), assistantId, apiKey }),
+      description: `langgraph (runs of '${assistantId}' on ${url.origin}${apiKey ? ", with an API key" : ""})`,
+    };
   };
 }
 
 export const WORKER_NOTIFIERS: Readonly<Record<string, NotifierFactory>> = {
-  none: () => ({ notifier: undefined, description: "none (events stay pending)" }),
+  none: () => () => ({ notifier: undefined, description: "none (events stay pending)" }),
   langgraph: langGraphNotifier,
 };
 
@@ -73,8 +77,9 @@ export async function resolveWorkerNotifier(input: WorkerNotifierInput): Promise
 }
 
 /**
- * Checks the notifier's name and that its options are its own (a `UsageError` otherwise), and returns its build:
- * what the notifier itself needs (`--api-url` for langgraph) is checked only when it is built.
+ * Checks the notifier's name, that its options are its own and that those given are well formed (a `UsageError`
+ * otherwise), and returns its build: what the notifier needs but was not given (`--api-url` for langgraph) is asked
+ * for only when it is built.
  */
 export function chooseWorkerNotifier(input: WorkerNotifierInput): () => Promise<WorkerNotifierChoice> {
   const name = input.values.get("notifier");
@@ -87,5 +92,6 @@ export function chooseWorkerNotifier(input: WorkerNotifierInput): () => Promise<
   if (chosen === undefined) return async () => ({ notifier: new FileTaskNotifier(file!), description: `file (${TEST_NOTIFY_FILE_VARIABLE})` });
   const factory = Object.hasOwn(WORKER_NOTIFIERS, chosen) ? WORKER_NOTIFIERS[chosen] : undefined;
   if (!factory) throw new UsageError(`unknown notifier '${chosen}' (known: ${Object.keys(WORKER_NOTIFIERS).join(", ")})`);
-  return async () => factory(input);
+  const build = factory(input);
+  return async () => build();
 }
