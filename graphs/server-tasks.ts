@@ -9,7 +9,7 @@ import { loadExtensionsConfig } from "../lib/config/index";
 import { consoleLogger, createMcpToolkit, resetMcpToolsCache, silentLogger, type McpToolkit } from "../lib/index";
 import {
   createLangGraphServerNotifier,
-  createTaskRuntime,
+  createTaskRuntimeFromConfig,
   LANGGRAPH_API_URL_ENV_VAR,
   langGraphApiKeyFromEnv,
   langGraphServerLoopback,
@@ -118,15 +118,16 @@ export function getServerTasks(): Promise<ServerTasks | null> {
     const read = loadExtensionsConfig({ logger: silentLogger }).then(
       ({ config }) => {
         if (!config.mcpTasks.enabled) s.disabled = true;
-        return config.mcpTasks.enabled;
+        return config;
       },
       () => null, // an unreadable config is the toolkit's to report; look again on the next call
     );
     s.configRead = read;
-    const enabled = await read;
-    if (enabled === null) s.tasks = undefined;
-    if (enabled !== true) return null;
-    const runtime = await createTaskRuntime({ notifier: new ServerNotifier() });
+    const config = await read;
+    if (config === null) s.tasks = undefined;
+    if (!config?.mcpTasks.enabled) return null;
+    // On the config read above: one edited in between cannot make the routes say "not running" where it is disabled.
+    const runtime = await createTaskRuntimeFromConfig(config, { notifier: new ServerNotifier() });
     return { runtime, toolkit: createMcpToolkit({ taskRuntime: runtime }) };
   })().then(
     (tasks) => {
