@@ -454,6 +454,8 @@ describe("a call running when the server forgets its session (expiry, restart)",
   test.each([
     ["a redirect", { status: 307, location: "/mcp?resumed" }],
     ["a transient failure", { status: 503 }],
+    ["a request timeout", { status: 408 }],
+    ["too many requests", { status: 429 }],
   ])("a resumption answered first with %s is followed by the client and still gets the answer", async (_label, answer) => {
     const fx = await startHttpFixture({ name: "polling", toolNames: ["echo", "drop_stream"], resumable: true, resumeAnswerOnce: answer });
     await withOwnToolkit(fx, "polling", {}, async (ownGraph) => {

@@ -168,6 +168,31 @@ describe("a call the client gave up", () => {
     },
   );
 
+  test("whose resumption, on its way when the call was given up, then fails on the network: the client's next try is answered here and nothing stays held", async () => {
+    fx = await startHttpFixture({ name: "keeping", toolNames: ["echo", "drop_stream"], resumable: true });
+    const fixture = fx;
+    const resumption = gate();
+    let failed = false;
+    const { client, watch, resumed } = await watchedClient(fixture, {
+      network: async (init) => {
+        if (!isResumption(init) || failed) return;
+        await resumption.held();
+        failed = true;
+        throw new TypeError("fetch failed");
+      },
+    });
+    try {
+      await giveUpWhenHeld(client, fixture, "drop_stream", resumption);
+      // The SDK tries once more after the failure: that try is answered by the watch (no stream offered), unsent.
+      expect(await waitUntil(() => resumed.includes(405))).toBe(true);
+      expect(fixture.requests.filter((r) => r.method === "GET" && r.headers["last-event-id"] !== undefined)).toEqual([]);
+      expect((await client.callTool({ name: "echo", arguments: { text: "after" } })).content).toEqual([{ type: "text", text: "after" }]);
+      expect(watch.tracked).toBe(0);
+    } finally {
+      await client.close();
+    }
+  });
+
   test.each([
     ["it arrives", "arrives"],
     ["its request fails", "fails"],

@@ -127,6 +127,17 @@ describe("an idle stdio child of a stateless run", () => {
     expect(await k.pid("mixed")).toBe(mixed);
   });
 
+  test("a server run without a thread id uses the default thread, which is not temporary: no idle count closes its child", async () => {
+    jest.useFakeTimers(FAKE);
+    const k = await kit({ temporaryStdioIdleSeconds: 60 });
+    // A user of its own: not the child discovery started on the default user and thread.
+    const threadless = { configurable: { graph_id: "agent", assistant_id: "a-1", langgraph_auth_user_id: "alice" } };
+    const pid = async () => Number((await callThroughGraph(k.stateless, "local_pid", {}, threadless)).content);
+    const first = await pid();
+    jest.advanceTimersByTime(24 * 3600 * SECOND);
+    expect(await pid()).toBe(first);
+  });
+
   test("temporaryStdioIdleSeconds null keeps it until the bound, a reload or close()", async () => {
     jest.useFakeTimers(FAKE);
     const k = await kit({ temporaryStdioIdleSeconds: null });

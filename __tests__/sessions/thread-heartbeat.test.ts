@@ -107,6 +107,28 @@ describe("the heartbeat of a pool's live stdio sessions", () => {
 
   }, 60_000);
 
+  test("a pool retired while a child the bound evicted still runs a call keeps beating for that child's folder", async () => {
+    jest.useFakeTimers(FAKE);
+    const dataDir = await makeTempDir("mcp-thread-heartbeat-draining-");
+    let now = Math.floor(Date.now() / 1000) * 1000 + 3 * 3600_000;
+    const pool = new SessionPool(new RecordingLogger(), { dataDir, maxStdioSessions: 1, now: () => now });
+    pools.push(pool);
+    const acquire = (thread: string) => pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null, scope: sessionScope("u", thread) });
+    const busy = await acquire("a");
+    // Thread "b"'s child is beyond the bound: "a"'s, busy and less recently used, leaves the pool and closes after its call.
+    (await acquire("b")).release();
+    // "b"'s child, idle, closes at once: the pool holds no session any more, but "a"'s child still runs.
+    pool.retire();
+    expect(jest.getTimerCount()).toBe(1);
+    const ticks = jest.spyOn(ThreadHeartbeat.prototype, "tick");
+    now += THREAD_HEARTBEAT_MS;
+    jest.advanceTimersByTime(THREAD_HEARTBEAT_MS);
+    await ticks.mock.results[0]?.value;
+    expect(times(threadFolder(dataDir, "a")).mtimeMs).toBe(now);
+    busy.release();
+    jest.useRealTimers();
+  }, 60_000);
+
   test("the beat is well under the sweep's age bound", () => {
     expect(THREAD_HEARTBEAT_MS).toBeLessThanOrEqual(SWEEP_MIN_AGE_MS / 2);
   });
