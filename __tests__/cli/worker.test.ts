@@ -155,6 +155,15 @@ describe("in process", () => {
     expect(await readdir(dir)).toEqual(["off.json"]);
   });
 
+  test("a config path naming a folder is the worker's own one line (exit 1), as a missing file is", async () => {
+    const dir = await makeTempDir("cli-worker-folder-");
+    const errors: string[] = [];
+    const io: CliIo = { out: () => undefined, err: (t) => errors.push(t), env: { MCP_HARNESS_DATA_DIR: path.join(dir, "data") }, cwd: dir };
+    expect(await runCli(["worker", dir], io)).toBe(1);
+    expect(errors).toEqual([`mcp-harness worker: Failed to read extensions config at ${dir}: EISDIR`]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   test("the config is read once: a file that turns to disabled after that read changes nothing for this process", async () => {
     const dir = await makeTempDir("cli-worker-once-");
     const on = await writeConfig(dir, { mcpTasks: { enabled: true }, mcpServers: {} }, "on.json");

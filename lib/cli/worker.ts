@@ -1,4 +1,4 @@
-import { ConfigFileNotFoundError, ConfigValidationError, loadExtensionsConfig, McpTaskConfigurationError } from "../config";
+import { ConfigFileNotFoundError, ConfigReadError, ConfigValidationError, loadExtensionsConfig, McpTaskConfigurationError } from "../config";
 import type { Logger } from "../shared/logger";
 import { createTaskRuntimeFromConfig, TaskStoreConfigError, type TaskRuntime } from "../tasks";
 import { startTaskWorker, TICK_COUNTERS, tickChangedSomething, type TaskWorkerTickReport } from "../worker";
@@ -80,7 +80,7 @@ export async function workerCommand(args: readonly string[], io: CliIo): Promise
       // With tasks disabled the runtime opens no store, so the refusal below leaves nothing behind.
       runtime = await createTaskRuntimeFromConfig(config, { ...where, notifier: chosen.notifier });
     } catch (err) {
-      const known = [ConfigFileNotFoundError, ConfigValidationError, McpTaskConfigurationError, TaskStoreConfigError];
+      const known = [ConfigFileNotFoundError, ConfigReadError, ConfigValidationError, McpTaskConfigurationError, TaskStoreConfigError];
       if (known.some((kind) => err instanceof kind)) {
         io.err(`mcp-harness worker: ${(err as Error).message}`);
         return 1;
