@@ -100,6 +100,24 @@ describe("WorkspaceScanner", () => {
     expect(changedFiles(first, await snap(scanner))).toEqual([path.join(root, "wt", ".gitignore")]);
   });
 
+  // The original's list (reference inventory §I 75), written out: a name taken out of the scanner's set fails here.
+  const EXCLUDED = [".git", ".hg", ".svn", ".cache", ".mcp", ".next", ".venv", ".browser-frames", ".tool-results", "__pycache__", "build", "dist", "node_modules"];
+
+  test.each(WALKS)("files in an excluded folder, at the top or deeper, are not listed; beside them they are: %s", async (_name, snap) => {
+    const root = await workspace();
+    const { scanner } = countingScanner(root, SETTLED);
+    const first = await snap(scanner);
+    for (const parent of [root, path.join(root, "docs", "deep")]) {
+      for (const name of EXCLUDED) {
+        await mkdir(path.join(parent, name, "sub"), { recursive: true });
+        await writeFile(path.join(parent, name, "f.txt"), "x");
+        await writeFile(path.join(parent, name, "sub", "g.txt"), "x");
+      }
+      await writeFile(path.join(parent, "kept.txt"), "x");
+    }
+    expect(changedFiles(first, await snap(scanner))).toEqual([path.join(root, "docs", "deep", "kept.txt"), path.join(root, "kept.txt")]);
+  });
+
   describe("a file rewritten in place in the same clock tick, with the same size (racy: modified just before the walk)", () => {
     /** Rewrites `file` in place (same inode) and puts its modification time back to `at`, checking the stamp held. */
     async function rewriteInTick(file: string, content: string, at: Date): Promise<void> {

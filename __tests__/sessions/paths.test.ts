@@ -224,6 +224,24 @@ describe("path translation", () => {
     expect(scrubbed).toEqual([`${V}/workspace/report.txt`]);
   });
 
+  test("a virtual path the call's redaction would change is never written (a secret spelled with the /mnt/user-data prefix)", async () => {
+    const secret = `${V}/workspace/sub`;
+    const scrub = (value: string) => value.replaceAll(secret, "[redacted]");
+    const translatedWith = async (input: string, changed: string[]) =>
+      ((await translateResultPaths({ content: [{ type: "text", text: input }] }, { ...context(changed), scrub })).content[0] as { text: string }).text;
+    const host = `${workspace}/sub/data.csv`;
+    // A path the call wrote, a path that resolves, a bare name of the one file the call wrote: each left as it is.
+    expect(await translatedWith(`wrote ${host}`, ["sub/data.csv"])).toBe(`wrote ${host}`);
+    expect(await translatedWith(`see ${host}`, [])).toBe(`see ${host}`);
+    expect(await translatedWith("see data.csv", ["sub/data.csv"])).toBe("see data.csv");
+    // The rest of the text is still translated.
+    expect(await translatedWith(`see ${host} and ${workspace}/report.txt`, [])).toBe(`see ${host} and ${V}/workspace/report.txt`);
+  });
+
+  test("the bare name of the one changed file, when that file is a link escaping user-data, is left as it is", async () => {
+    expect(await text("see escape.txt", ["escape.txt"])).toBe("see escape.txt");
+  });
+
   test("a changed file's name with '$' in it is written as it is (no replacement patterns)", async () => {
     expect(await text("wrote cost$$.txt", ["cost$$.txt"])).toBe(`wrote ${V}/workspace/cost$$.txt`);
     expect(await text("wrote a$&b.txt", ["a$&b.txt"])).toBe(`wrote ${V}/workspace/a$&b.txt`);
@@ -412,6 +430,17 @@ describe("through a stdio tool in a ToolNode", () => {
       expect.objectContaining({ type: "file", url: `${V}/workspace/out/report.md` }),
     ]);
     expect(message.artifact).toEqual({ workspace_changes: [`${V}/workspace/out/report.md`] });
+  });
+
+  test("a file written beside user-data, in a folder whose name starts with 'user-data', keeps its host path and is not listed", async () => {
+    const message = await callThroughGraph(graph, "local_write_file", { path: "../../user-data-old/notes.txt", content: "x", link: true }, run);
+    const host = path.join(dataDir, "threads", "write", "user-data-old", "notes.txt");
+    expect(message.status).toBe("success");
+    expect(message.content).toEqual([
+      { type: "text", text: `wrote ${host}` },
+      expect.objectContaining({ type: "file", url: pathToFileURL(host).href }),
+    ]);
+    expect(message.artifact).toBeUndefined();
   });
 
   test("a path in structuredContent becomes /mnt/user-data/… in the artifact, and in the text shown when there is no other", async () => {
@@ -806,6 +835,8 @@ describe("a reference that names something refused: no shorter form of it stands
     await writeFile(path.join(base, "outside.txt"), "not the thread's");
     // A link escaping user-data, named report.txt\backup.
     await symlink(path.join(base, "outside.txt"), path.join(own, "report.txt\\backup"));
+    // A dangling link, named report.txt\bad: something is there, though not a file.
+    await symlink(path.join(base, "missing.txt"), path.join(own, "report.txt\\bad"));
   });
   const translated = async (input: string) =>
     ((await translateResultPaths({ content: [{ type: "text", text: input }] }, { userData: ownUserData, cwd: own, changed: [], scrub: (t) => t })).content[0] as { text: string }).text;
@@ -816,6 +847,11 @@ describe("a reference that names something refused: no shorter form of it stands
     ["JSON-encoded (report.txt\\\\backup)", (p: string) => JSON.stringify({ restore: p })],
   ])("%s: left as it is", async (_label, say) => {
     const text = say(`${own}/report.txt\\backup`);
+    expect(await translated(text)).toBe(text);
+  });
+
+  test("a dangling link (report.txt\\bad) is something, not nothing: left as it is, not read as report.txt", async () => {
+    const text = `restore from ${own}/report.txt\\bad`;
     expect(await translated(text)).toBe(text);
   });
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import * as path from "node:path";
 import { MemorySaver } from "@langchain/langgraph";
 import { createMcpToolkit, McpServerSchema, RecordingLogger, type McpToolkit } from "../../lib";
@@ -200,6 +200,25 @@ describe("the empty thread folder of a session that closed", () => {
 });
 
 describe("stdio sessions of temporary threads (a LangGraph server's stateless runs)", () => {
+  test("the temp files of a temporary thread's sessions go with its folder; an entry there from before its sessions began stays, and keeps it", async () => {
+    const dataDir = await makeTempDir("mcp-thread-folders-tmp-");
+    const paths = threadPaths(dataDir, "t");
+    await mkdir(paths.tmp, { recursive: true });
+    const older = path.join(paths.tmp, "older.txt");
+    const left = path.join(paths.tmp, "left.txt");
+    await writeFile(older, "a kept run's");
+    const olderCtime = (await lstat(older)).ctimeMs;
+    // The sessions began after it: written again until the coarse clock the change times come from has moved on.
+    let since = olderCtime;
+    while (since <= olderCtime) {
+      await writeFile(left, "a temporary run's");
+      since = (await lstat(left)).ctimeMs;
+    }
+    expect(await removeThreadSkeleton(paths, () => true, since)).toBe(false);
+    expect(existsSync(older)).toBe(true);
+    expect(existsSync(left)).toBe(false);
+  });
+
   test("are the first the bound closes, also when they were used more recently", async () => {
     const dataDir = await makeTempDir("mcp-thread-folders-bound-");
     const pool = await poolIn(dataDir, 2);
