@@ -161,6 +161,17 @@ describe("adoption of a task holder across reloads", () => {
     expect(await waitUntil(() => !alive(child))).toBe(true);
   });
 
+  test("a task failed for good by the payload bounds (an input_required over 64 KiB, the status answer itself well-formed) no longer holds its child: a reload closes it", async () => {
+    const s = await setup();
+    const { pid: child, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "q", mode: "big_input", size: 70_000 });
+    await s.runtime.runOnce(s.clock.advance(5));
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error]).toEqual(["failed", expect.stringContaining("input_required payload exceeds the 65536-byte limit")]);
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    await s.toolkit.getTools();
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
   test("the adopted child's echo of its env secret is scrubbed from its result and from its stderr lines", async () => {
     const s = await setup();
     const { pid: holder } = await submitWithPid(s.tools, "bob", "th-a", { label: "s", mode: "held" });

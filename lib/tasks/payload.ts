@@ -70,13 +70,21 @@ export function cutCodePoints(text: string, max: number): string {
   return out;
 }
 
-export function normalizeSnapshot(snapshot: TaskSnapshot, bounds: PayloadBounds): TaskSnapshot {
+/**
+ * The bounds a snapshot fails for good by (`McpTaskProtocolError`), whatever the settings: a driver checks them too.
+ * Returns the result's JSON (null without a result).
+ */
+export function checkPayloadBounds(snapshot: TaskSnapshot): string | null {
   boundedPayload("result_artifact", snapshot.result_artifact, MCP_TASK_RESULT_ARTIFACT_MAX_BYTES);
   boundedPayload("input_required", snapshot.input_required, MCP_TASK_INPUT_REQUIRED_MAX_BYTES);
+  return snapshot.result === null ? null : encodeField("result", snapshot.result);
+}
+
+export function normalizeSnapshot(snapshot: TaskSnapshot, bounds: PayloadBounds): TaskSnapshot {
+  const encoded = checkPayloadBounds(snapshot);
   const error = snapshot.error === null ? null : cutCodePoints(snapshot.error, MCP_TASK_ERROR_MAX_CHARS);
   let { result, result_preview, result_truncated } = snapshot;
-  if (result !== null) {
-    const encoded = encodeField("result", result);
+  if (encoded !== null) {
     if (Buffer.byteLength(encoded, "utf8") > bounds.maxResultBytes) {
       result_preview = cutCodePoints(typeof result === "string" ? result : encoded, bounds.resultPreviewMaxChars);
       result = null;

@@ -4,7 +4,7 @@
  * payload schemas; a broken answer is a permanent protocol failure, an `isError` status answer is retryable.
  */
 import { z } from "zod";
-import { cutCodePoints } from "../payload";
+import { checkPayloadBounds, cutCodePoints } from "../payload";
 import {
   McpTaskIdReissuedError,
   McpTaskProtocolError,
@@ -171,7 +171,7 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
     if (payload.status === "input_required" && !payload.input_required) {
       throw new McpTaskProtocolError("Invalid structuredContent: input_required status requires input_required");
     }
-    return new TaskSnapshot({
+    const snapshot = new TaskSnapshot({
       status: REMOTE_STATUS[payload.status],
       result: answer.scrub(payload.result),
       result_artifact: answer.scrub(payload.result_artifact ?? null),
@@ -179,6 +179,10 @@ export class OrdinaryToolsDriver implements McpTaskDriver {
       input_required: answer.scrub(payload.input_required ?? null),
       poll_after_seconds: payload.poll_after_seconds ?? null,
     });
+    // Checked here (the service checks them again before storing): failing them fails the task for good, so its child's
+    // hold of it ends with the other protocol errors'.
+    checkPayloadBounds(snapshot);
+    return snapshot;
   }
 
   async cancel(ref: TaskReference, options: DriverCallOptions = {}): Promise<TaskSnapshot> {
