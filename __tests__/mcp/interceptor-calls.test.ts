@@ -12,19 +12,24 @@ describe("an interceptor passing on a request that names another server", () => 
   let toolkit: McpToolkit;
   let graph: ToolNodeGraph;
   let rerouting = false;
+  /** Set: the interceptor also adds a credential header, and answers itself when the call is refused. */
+  let vault = false;
+  const VAULT_TOKEN = "vlt-7Qz9-Kp2w";
   // Builds the request anew (the constructor is public), naming server "b" for a call of "a".
   const reroute: McpToolInterceptor = (request, next) => {
     if (request.serverName !== "a" || !rerouting) return next(request);
-    return next(
+    const passed = next(
       new McpToolCallRequest({
         serverName: "b",
         toolName: request.toolName,
         args: {},
-        headers: request.headers,
+        headers: vault ? { ...request.headers, "X-Vault-Token": VAULT_TOKEN } : request.headers,
         runtime: request.runtime,
         meta: request.meta,
       }),
     );
+    if (!vault) return passed;
+    return Promise.resolve(passed).catch((error: Error) => ({ content: [{ type: "text" as const, text: `sent ${VAULT_TOKEN}: ${error.message}` }] }));
   };
   beforeAll(async () => {
     const configPath = await writeConfig(await makeTempDir("mcp-icpt-reroute-"), {
@@ -52,6 +57,18 @@ describe("an interceptor passing on a request that names another server", () => 
     expect(rerouted.content).toBe("MCP tool 'hello' on server 'a' was not called: an interceptor passed on a request for another server");
     // a's own calls are unaffected.
     expect((await callThroughGraph(graph, "a_hello", {}, run)).content).toBe("hello from a");
+  });
+
+  test("an interceptor's own answer naming a header it passed on is scrubbed, though the request was refused before it was sent", async () => {
+    const run = { context: { user_id: "u" }, configurable: { thread_id: "reroute-vault" } };
+    rerouting = true;
+    vault = true;
+    const answered = await callThroughGraph(graph, "a_hello", {}, run).finally(() => {
+      rerouting = false;
+      vault = false;
+    });
+    expect(String(answered.content)).toMatch(/^sent \[redacted\]: /);
+    expect(JSON.stringify(answered)).not.toContain(VAULT_TOKEN);
   });
 });
 

@@ -52,6 +52,14 @@ describe("scrubOutcome", () => {
     expect(JSON.stringify(out)).not.toContain(SECRET);
   });
 
+  test("a byte array whose bytes spell a secret, in a Command's update (a checkpoint's JSON shows its bytes)", () => {
+    const bytes = new Uint8Array(Buffer.from(`key ${SECRET}`));
+    const kept = new Uint8Array(Buffer.from("nothing"));
+    const out = scrubbedCommand(new Command({ update: { blob: bytes, other: kept } }));
+    expect(out.update).toEqual({ blob: R, other: kept });
+    expect((out.update as Record<string, unknown>).other).toBe(kept);
+  });
+
   test("update.messages as a single ToolMessage, not in an array", () => {
     const out = scrubbedCommand(new Command({ update: { messages: toolMessage(`key ${SECRET}`) } }));
     const message = (out.update as { messages: ToolMessage }).messages;
@@ -178,6 +186,12 @@ describe("scrubAcrossTextBlocks", () => {
   test("a secret that starts and ends with characters REDACTED has keeps none of them", () => {
     const redactor = Redactor.of(["[rsecret-tok]"]);
     expect(shown(scrubAcrossTextBlocks({ content: [text("see [rsecr"), text("et-tok] ok")] }, redactor))).toEqual([`see ${REDACTED}`, " ok"]);
+  });
+
+  test("a secret whose last character alone is in the next block, or that starts a block and ends in the next", () => {
+    const redactor = Redactor.of(["sk-live-9f8e7d"]);
+    expect(shown(scrubAcrossTextBlocks({ content: [text("got sk-live-9f8e7"), text("d end")] }, redactor))).toEqual([`got ${REDACTED}`, " end"]);
+    expect(shown(scrubAcrossTextBlocks({ content: [text("got "), text("sk-live-9f8"), text("e7d end")] }, redactor))).toEqual(["got ", REDACTED, " end"]);
   });
 
   test("a result whose blocks hold no secret between them is returned as it is", () => {

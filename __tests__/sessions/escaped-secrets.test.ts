@@ -23,6 +23,9 @@ const SECRETS: Readonly<Record<string, string>> = {
   // JSON writes a lone surrogate as its escape again (a pair, an emoji, as it is).
   SURROGATE: "\\ud800ab",
   LOW_SURROGATE: "z\\udc00",
+  // A log line writes these as their escapes again (JSON leaves them as they are).
+  LINE_SEPARATOR: "a\\u2028b",
+  BIDI_OVERRIDE: "a\\u202eb",
 };
 
 const logger = new RecordingLogger();

@@ -89,6 +89,36 @@ test("a session that left the workspace while another user's call ran is still s
   expectNoForm(String(message.content), SECRET);
 });
 
+test("a secret two sessions were sent stays shared after one of them leaves: a third user's call lists the other's file scrubbed", async () => {
+  const SECRET = "both tok+3Vx=Nb8";
+  const launch = stdioFixture({ name: "ws", toolNames: ["pid", "fs_ops", "await_file"] });
+  const dataDir = await makeTempDir("mcp-ws-secrets-held-data-");
+  const configPath = await writeConfig(await makeTempDir("mcp-ws-secrets-held-"), { mcpServers: { ws: { type: "stdio", ...launch } } });
+  const toolkit = createMcpToolkit({ configPath, env: {}, logger: new RecordingLogger(), dataDir });
+  toolkits.push(toolkit);
+  const graph = toolNodeGraph(await toolkit.getTools());
+  const run = (user: string, token: string) => ({ context: { user_id: user, secrets: { token } }, configurable: { thread_id: "held-t" } });
+  const [ann, bob, cat] = [run("ann", SECRET), run("bob", SECRET), run("cat", "cat-tok-Hq5")];
+  const folder = threadPaths(dataDir, "held-t").workspace;
+  const annPid = Number((await callThroughGraph(graph, "ws_pid", {}, ann)).content);
+  await callThroughGraph(graph, "ws_pid", {}, bob);
+  await callThroughGraph(graph, "ws_pid", {}, cat);
+  expect(workspaceSessionCount(folder)).toBe(3);
+  // Ann's session leaves while no call runs: what she was sent goes, but Bob's session was sent it too.
+  process.kill(annPid, "SIGKILL");
+  expect(await waitUntil(() => workspaceSessionCount(folder) === 2, 30_000)).toBe(true);
+
+  const cats = await runningCall(graph, "ws_await_file", { path: "gate" }, cat);
+  const written = await callThroughGraph(graph, "ws_fs_ops", { ops: [{ op: "write", path: `${SECRET}.txt`, content: "x" }, { op: "write", path: "gate" }] }, bob);
+  expect(written.status).toBe("success");
+  const message = await cats.done;
+  expect(message.status).toBe("success");
+  expect((message.artifact as { workspace_changes?: string[] }).workspace_changes).toHaveLength(2);
+  expect(String(message.content).split("\n")).toHaveLength(3);
+  expectNoForm(JSON.stringify(message.artifact), SECRET);
+  expectNoForm(String(message.content), SECRET);
+});
+
 test("a file one server's child named with that server's own secret is listed scrubbed by another server's call in the thread", async () => {
   const SECRET = "srv tok+4Hv=Qp2";
   const launch = (name: string) => stdioFixture({ name, toolNames: ["fs_ops", "await_file"] });

@@ -367,6 +367,18 @@ describe("headerSecrets", () => {
     );
   });
 
+  test.each(["signature", "response", "Credential", "token", "client_secret", "password", "apikey", "cnonce", "hmac", "proof", "authorization"])(
+    "a parameter list whose only credential parameter is %s is read: its value is a secret of its own",
+    (key) => {
+      expect(headerSecrets({ "X-Proof": `Custom ${key}="v4lu3-9f8e", realm="api"` })).toContain("v4lu3-9f8e");
+    },
+  );
+
+  test("a quoted parameter's value with quoted-pairs (`\\d`) is also a secret as a server reads it, unescaped", () => {
+    const r = Redactor.of(headerSecrets({ Authorization: 'Custom token="abc\\def-77", realm="api"' }));
+    expect(r.text("unknown token abcdef-77")).toBe(`unknown token ${REDACTED}`);
+  });
+
   test("no empty strings, and base64 padding is not read as a parameter", () => {
     const secrets = headerSecrets({ Authorization: "Bearer abc==", "X-Key": "k=", "X-Sig": "sig=1,b=" });
     expect(secrets).not.toContain("");

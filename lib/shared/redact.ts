@@ -363,8 +363,8 @@ interface SecretMatcher {
   readonly forms: readonly FormsPattern[];
   readonly runs: RegExp | null;
   /**
-   * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret and its base64 runs as
-   * they are (a much smaller pattern: the whole one is compiled only once a text needs it). `null` for a secret with a
+   * `forms` for text without `\\`, `%` or `&`, where every encoded form is impossible: the secret's pieces, base64 runs and hex
+   * as they are (a much smaller pattern: the whole one is compiled only once a text needs it). `null` for a secret with a
    * space, a line break or a `'`, whose `+`, CRLF and shell-quoted (`'"'"'`) forms need no such character.
    */
   readonly plain: RegExp | null;
@@ -495,8 +495,11 @@ function matcherOf(secret: string, style: PatternStyle): SecretMatcher {
     if (encodedSource.length > 0) formsSources.push({ source: encodedSource.join("|"), blocks: [], otherwise: null });
   }
   const runsSource = runs.join("|");
-  const plainForms = [secret, ...base64, ...hex.flatMap((h) => [h, h.toUpperCase()])];
-  const plainSource = unmarked ? null : longestFirst(plainForms.map(escapeRegExp)).join("|");
+  // What the full patterns can match in a text without those characters, piece for piece: a long secret's echo cut
+  // short is blanked by its first pieces here too, and hex in any case.
+  const plainSource = unmarked
+    ? null
+    : longestFirst([...pieces.map(escapeRegExp), ...base64.flatMap(digitPieces).map(escapeRegExp), ...hex.flatMap(digitPieces).map(hexDigitsPattern)]).join("|");
   const matcher: SecretMatcher = {
     secret,
     size: formsSources.reduce((sum, form) => sum + form.source.length + (form.otherwise?.length ?? 0), 0) + runsSource.length + (plainSource?.length ?? 0),
