@@ -119,6 +119,74 @@ function manualTimer(): { start: (onTimeout: () => void) => () => void; fire: ()
   };
 }
 
+/**
+ * Starts a shell (detached, on the inherited stdout) that on SIGUSR1 writes `bytes` bytes and runs on as `sleep`,
+ * holding the pipe; says its pid on stderr; exits on SIGUSR2.
+ */
+function lastWriter(bytes: number): string {
+  const shell = `trap 'head -c ${bytes} /dev/zero; exec sleep 1000' USR1; while :; do sleep 0.01; done`;
+  return [
+    `const { spawn } = require("node:child_process");`,
+    `const holder = spawn("sh", ["-c", ${JSON.stringify(shell)}], { stdio: ["ignore", "inherit", "ignore"], detached: true });`,
+    `holder.unref();`,
+    `process.on("SIGUSR2", () => process.exit(1));`,
+    `process.stderr.write("holder " + holder.pid + "\\n");`,
+    `setInterval(() => {}, 1000);`,
+  ].join("\n");
+}
+
+/** The command name of `pid` (undefined once it is gone). */
+function commandOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts `lastWriter(bytes)` and calls `whenGone` on it with a byte bound of `maxBytes` and a timer that never fires; on
+ * SIGUSR2 it exits, and at its exit the holder is made to write while the event loop is held until it runs `sleep` (its
+ * bytes then wait in the pipe). Resolves with what `whenGone` told.
+ */
+async function exitWithLastWords(bytes: number, maxBytes: number): Promise<{ cut: OutputCut | undefined; child: ChildProcess; timerRuns: boolean }> {
+  const timer = manualTimer();
+  const child = spawn(process.execPath, ["-e", lastWriter(bytes)], { stdio: ["pipe", "pipe", "pipe"] });
+  started.push(child.pid!);
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  expect(await waitUntil(() => /holder \d+\n/.test(stderr))).toBe(true);
+  const holder = Number(/holder (\d+)\n/.exec(stderr)![1]);
+  started.push(holder);
+  // Registered before `whenGone` registers its own. Written during the poll that told the exit, the bytes are read by the next.
+  child.once("exit", () => {
+    process.kill(holder, "SIGUSR1");
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < 10_000 && commandOf(holder) !== "sleep"; i += 1) Atomics.wait(nap, 0, 0, 1);
+  });
+  const cut = await new Promise<OutputCut | undefined>((resolve) => {
+    whenGone(child, resolve, { maxBytes, startTimer: timer.start });
+    process.kill(child.pid!, "SIGUSR2");
+  });
+  expect(commandOf(holder)).toBe("sleep");
+  return { cut, child, timerRuns: timer.started() };
+}
+
+describe("a stdio child that exits while a process it started holds its stdout", () => {
+  test("writing nothing: told after one quiet poll, with no cut, though neither bound is reached", async () => {
+    const { cut, child, timerRuns } = await exitWithLastWords(0, Number.POSITIVE_INFINITY);
+    expect(cut).toBeUndefined();
+    expect(timerRuns).toBe(false);
+    expect(child.stdout!.destroyed).toBe(true);
+  });
+
+  test("writing exactly the byte bound after the exit: the bound is reached, so the reading is cut there", async () => {
+    expect((await exitWithLastWords(1000, 1000)).cut).toEqual({ reason: "bytes", bytes: 1000 });
+    // One byte under the bound: all of it was read, nothing cut.
+    expect((await exitWithLastWords(1000, 1001)).cut).toBeUndefined();
+  });
+});
+
 describe("a stdio child that exits while a process it started floods its stdout", () => {
   test("its output is read for at most the byte bound after the exit, then cut; its crash report on stderr is kept", async () => {
     const timer = manualTimer();

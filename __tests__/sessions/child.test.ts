@@ -90,6 +90,37 @@ describe("a stdio child that exits before its MCP session started", () => {
       await pool.close();
     }
   });
+  test("a child ended by a signal, its exit seen before its output closed: the start fails saying so, at once", async () => {
+    const logger = new RecordingLogger();
+    const pool = new SessionPool(logger);
+    const server = McpServerSchema.parse({ type: "stdio", command: process.execPath, args: ["-e", CRASHING] });
+    const ready = () => logger.messages("debug").find((m) => m.startsWith("MCP server 'killed' stderr: ready "));
+    try {
+      const failed = pool.acquire("killed", server, { headers: EMPTY_HEADERS, initTimeoutMs: null }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(await waitUntil(() => ready() !== undefined)).toBe(true);
+      const pid = Number(ready()!.slice("MCP server 'killed' stderr: ready ".length));
+
+      // As above, the child is killed (by someone else: the OOM killer) in a turn whose poll did not see its pipes close.
+      const other = spawn(process.execPath, ["-e", "process.stdout.write('x')"], { stdio: ["ignore", "pipe", "ignore"] });
+      let killed = false;
+      other.stdout.once("data", () => {
+        process.kill(pid, "SIGKILL");
+        killed = blockUntilExited(pid);
+      });
+      expect(blockUntilExited(other.pid!)).toBe(true);
+
+      // Its end, already seen, is not waited for again (which would never come).
+      expect(String(await failed)).toBe(
+        "StdioExitError: the stdio MCP server 'killed' was ended by SIGKILL before its MCP session started (its stderr lines are in the debug log)",
+      );
+      expect(killed).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 /** Bounds of the reading after the exit that are reached at the exit itself; `stopped` tells whether the timer was stopped. */

@@ -36,6 +36,7 @@ afterEach(() => {
   delete internalDirSeams.prepared;
   delete internalDirSeams.removing;
   delete internalDirSeams.clearing;
+  delete internalDirSeams.gitignoreCreated;
 });
 
 /**
@@ -94,6 +95,24 @@ describe("a tool that swaps .mcp for a link while the harness prepares it", () =
     );
     // What was done went into the folder that was checked, wherever the tool moved it.
     expect(await contents(moved)).toEqual({ ".gitignore": INTERNAL_GITIGNORE_TEXT, tmp: 0o700 });
+  });
+
+  test("swapped once made private (as its .gitignore is written): the child is not given a temp folder its path no longer leads to", async () => {
+    const repo = await repositoryElsewhere(true);
+    const paths = threadPaths(dataDir, "swap-made-private");
+    const internal = path.dirname(paths.tmp);
+    internalDirSeams.gitignoreCreated = swapOnce(internal, path.join(paths.workspace, "moved"), repo);
+
+    const message = await callThroughGraph(toolNodeGraph(tools), "local_where", {}, { context: { user_id: "u", thread_id: "swap-made-private" } });
+    expect(message.status).toBe("success");
+    const where = JSON.parse(String(message.content)) as { cwd: string; TMPDIR: string | null };
+    expect(where.cwd).toBe(paths.workspace);
+    // `.mcp/tmp` leads now to the repository's world-writable tmp folder.
+    expect(String(where.TMPDIR)).not.toContain(".mcp");
+    expect(logger.messages("warn")).toContain(
+      "the private temp folder (.mcp/tmp) of thread workspace 'swap-made-private' could not be prepared (.mcp replaced meanwhile); " +
+        "MCP server 'local' runs there with the host's temp folder",
+    );
   });
 });
 

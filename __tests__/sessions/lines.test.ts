@@ -102,12 +102,20 @@ describe("LineSplitter", () => {
   test.each([
     ["16 digits, padding and a CR end it: held", "key: abcdefghij+/_-01==\r", []],
     ["15 digits: given", "key: bcdefghij+/_-01==\r", ["key: bcdefghij+/_-01=="]],
+    ["the whole line 16 digits: held", "abcdefghij+/_-01", []],
+    ["the whole line 15 digits: given", "bcdefghij+/_-01", ["bcdefghij+/_-01"]],
     ["a character after the digits: given", "key: abcdefghij+/_-0123.", ["key: abcdefghij+/_-0123."]],
     ["padding amid the last 16 digits: given", "key: abcdefgh=ij+/_-0123", ["key: abcdefgh=ij+/_-0123"]],
   ])("a line may begin a wrapped run when 16 base64 digits end it (%s)", (_label, line, given) => {
     const splitter = new LineSplitter(64 * 1024, redactor);
     expect(splitter.push(Buffer.from(`${line}\n`))).toEqual(given);
     expect(splitter.flush()).toEqual(given.length === 0 ? [line.replace(/\r$/, "")] : []);
+  });
+
+  test("a long unfinished line after a line break in the same chunk is cut for its length there, not when more comes", () => {
+    const splitter = new LineSplitter(64, redactor);
+    expect(splitter.push(Buffer.from(`a b\n${"x ".repeat(50)}`))).toEqual(["a b", "x ".repeat(34)]);
+    expect(splitter.push(Buffer.from("end\n"))).toEqual([`${"x ".repeat(16)}end`]);
   });
 
   test("base64-looking lines beyond what is held back for a cut are given at once", () => {
@@ -209,6 +217,22 @@ describe("LineSplitter", () => {
     const lines = [...splitter.push(Buffer.from(`auth\n${wrapped[0]}\n${wrapped[1]}\n${wrapped[2].slice(0, 5)}`)), ...splitter.flush(true)];
     for (const piece of wrapped.slice(0, 2)) expect(lines.join("\n")).not.toContain(piece);
     expect(lines).toEqual(["auth", "[cut]"]);
+  });
+
+  test("a wrapped base64 run cut under its writer right after a line break: its lines held back are [cut] too", () => {
+    const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    const base64 = Buffer.from(`user:${secret}`).toString("base64");
+    const wrapped = base64.match(/.{20}/g)!;
+    for (const eol of ["\n", "\r\n"]) {
+      const splitter = new LineSplitter(64 * 1024, Redactor.of([secret]));
+      // Two whole lines of the run, each ended: the child was gone before the third (the run's rest) began.
+      const lines = [...splitter.push(Buffer.from(`auth${eol}${wrapped[0]}${eol}${wrapped[1]}${eol}`)), ...splitter.flush(true)];
+      for (const piece of wrapped.slice(0, 2)) expect(lines.join("\n")).not.toContain(piece);
+      expect(lines).toEqual(["auth", "[cut]"]);
+    }
+    // Ended by the writer: the run is whole, shown as it came.
+    const ended = new LineSplitter(64 * 1024, Redactor.of([secret]));
+    expect([...ended.push(Buffer.from(`auth\n${wrapped[0]}\n${wrapped[1]}\n`)), ...ended.flush()]).toEqual(["auth", wrapped[0], wrapped[1]]);
   });
 
   // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking

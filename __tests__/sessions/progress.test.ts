@@ -31,3 +31,34 @@ test("every notification sent before the result is delivered, and the token is f
     lease.release();
   }
 });
+
+test("calls running at once on one session each get only their own notifications", async () => {
+  const server = McpServerSchema.parse({ type: "stdio", ...stdioFixture({ name: "local", toolNames: ["progress"] }) });
+  const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: 30_000 });
+  try {
+    const { client, progress } = lease.session;
+    const calls = [2, 3].map((steps) => {
+      const seen: Progress[] = [];
+      const registration = progress.register((p) => seen.push(p));
+      return { seen, registration, result: client.callTool({ name: "progress", arguments: { steps, flush: true }, _meta: { progressToken: registration.token } }) };
+    });
+    for (const call of calls) {
+      await call.result;
+      call.registration.done();
+    }
+    expect(calls.map((call) => call.seen.map((p) => [p.progress, p.total]))).toEqual([
+      [
+        [1, 2],
+        [2, 2],
+      ],
+      [
+        [1, 3],
+        [2, 3],
+        [3, 3],
+      ],
+    ]);
+    expect(progress.routed).toBe(0);
+  } finally {
+    lease.release();
+  }
+});

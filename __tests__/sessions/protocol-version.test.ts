@@ -19,7 +19,7 @@ describe("unsupportedProtocol", () => {
   });
 
   test("only date-shaped versions, at most five, are shown; none listed says so", () => {
-    const odd = new McpError(-32022, "no", { supported: ["sk-live-Secret", 7, "2026-07-28", "2026-07-28; rm -rf /", ...Array(9).fill("2030-01-01")] });
+    const odd = new McpError(-32022, "no", { supported: ["sk-live-Secret", 7, "2026-07-28", "2026-07-28; rm -rf /", "rm -rf / 2026-07-28", ...Array(9).fill("2030-01-01")] });
     expect(unsupportedProtocol("s", odd)?.message).toBe(line("it serves 2026-07-28, 2030-01-01, 2030-01-01, 2030-01-01, 2030-01-01"));
     expect(unsupportedProtocol("s", new McpError(-32022, "no"))?.message).toBe(line("it did not say which versions it serves"));
   });

@@ -8,6 +8,8 @@ describe("startsPythonFromCwd: the command lines that get PYTHONSAFEPATH in the 
     ["python3.12", ["-um", "srv"]],
     ["python3", ["-msrv"]],
     ["python3", ["-W", "ignore", "-m", "srv"]],
+    // A long option's value is not the script.
+    ["python3", ["--check-hash-based-pycs", "never", "-m", "srv"]],
     ["python3", ["-c", "import srv; srv.main()"]],
     ["uv", ["run", "--with", "x", "python", "-m", "srv"]],
     ["uv", ["run", "-m", "srv"]],

@@ -96,24 +96,27 @@ describe("what a stdio server started ends with its session", () => {
   });
 
   test("a supervisor that respawns its worker, and a descendant started with an empty environment, end too; one marked `keep` stays", async () => {
-    const [respawned, bare, kept] = [marker(), marker(), marker()];
+    const [respawned, bare, kept, keptSaved] = [marker(), marker(), marker(), marker()];
     const background =
       `(trap 'true' TERM; while :; do sleep ${respawned}; done) </dev/null >/dev/null 2>&1 & ` +
       `env -i /bin/sleep ${bare} </dev/null >/dev/null 2>&1 & ` +
-      `${SESSION_TAG_ENV}=keep sleep ${kept} </dev/null >/dev/null 2>&1 &`;
+      `${SESSION_TAG_ENV}=keep sleep ${kept} </dev/null >/dev/null 2>&1 & ` +
+      // Marked `keep` after a variable whose name ends in the tag's (the session's tag saved): the tag is its own variable only.
+      `env -i SAVED_${SESSION_TAG_ENV}="$${SESSION_TAG_ENV}" ${SESSION_TAG_ENV}=keep /bin/sleep ${keptSaved} </dev/null >/dev/null 2>&1 &`;
     const server = McpServerSchema.parse(wrapped(background));
     const pool = new SessionPool(new RecordingLogger());
     try {
       (await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null })).release();
-      for (const mark of [respawned, bare, kept]) expect(await waitUntil(() => pidsWithMarker(mark).length > 0)).toBe(true);
+      for (const mark of [respawned, bare, kept, keptSaved]) expect(await waitUntil(() => pidsWithMarker(mark).length > 0)).toBe(true);
     } finally {
       await pool.close();
     }
     try {
       expect([pidsWithMarker(respawned), pidsWithMarker(bare)]).toEqual([[], []]);
       expect(pidsWithMarker(kept)).toHaveLength(1);
+      expect(pidsWithMarker(keptSaved)).toHaveLength(1);
     } finally {
-      killAll(respawned, bare, kept);
+      killAll(respawned, bare, kept, keptSaved);
     }
   }, 20_000);
 

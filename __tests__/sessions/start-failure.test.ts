@@ -39,6 +39,8 @@ describe("a stdio server that cannot start because of its configured cwd", () =>
         nowhere: { type: "stdio", ...launch("nowhere"), cwd: missing },
         filed: { type: "stdio", ...launch("filed"), cwd: file },
         hidden: { type: "stdio", ...launch("hidden"), cwd: `${base}/\${TENANT_DIR}/work` },
+        // Beneath a file: the spawn fails with ENOTDIR, as for a file, but there is no such folder.
+        under: { type: "stdio", ...launch("under"), cwd: path.join(file, "work") },
       },
       { TENANT_DIR: "tenant-s3cr3t" },
     );
@@ -47,6 +49,7 @@ describe("a stdio server that cannot start because of its configured cwd", () =>
       `Skipping MCP server 'filed' after tool discovery failed: could not start the stdio MCP server 'filed': its configured cwd is not a folder: ${file}`,
       `Skipping MCP server 'hidden' after tool discovery failed: could not start the stdio MCP server 'hidden': its configured cwd does not exist: ${base}/[redacted]/work`,
       `Skipping MCP server 'nowhere' after tool discovery failed: could not start the stdio MCP server 'nowhere': its configured cwd does not exist: ${missing}`,
+      `Skipping MCP server 'under' after tool discovery failed: could not start the stdio MCP server 'under': its configured cwd does not exist: ${file}/work`,
     ]);
   });
 

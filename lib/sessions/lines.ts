@@ -30,8 +30,8 @@ const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
  * the last word of the run's first line.
  */
 function unfinishedStart(text: string): number {
-  const lineStart = text.lastIndexOf("\n") + 1;
-  if (!BASE64_LINE.test(text.slice(lineStart))) return lastWordStart(text);
+  const lineStart = lastLineStart(text);
+  if (!BASE64_LINE.test(text.slice(lineStart).replace(/\n$/, ""))) return lastWordStart(text);
   let start = lineStart;
   while (start > 0) {
     const from = text.lastIndexOf("\n", start - 2) + 1;
@@ -43,6 +43,19 @@ function unfinishedStart(text: string): number {
   const end = start + text.slice(start).search(/\r?\n|$/);
   return lastWordStart(text, end);
 }
+/** Where the last line of `text` starts; a line break ending `text` ends that line (lines held back end so). */
+function lastLineStart(text: string): number {
+  return text.lastIndexOf("\n", text.length - 2) + 1;
+}
+
+/**
+ * Whether `text` ends with a line break after a line of base64 digits only: lines held back as the start of a wrapped
+ * run (see `push`), whose rest may never have come.
+ */
+function endsWithHeldRun(text: string): boolean {
+  return text.endsWith("\n") && BASE64_LINE.test(text.slice(lastLineStart(text), -1));
+}
+
 /** The last 16 characters before a line's padding: base64 digits (either alphabet) only. */
 const BASE64_TAIL_DIGITS = /^[A-Za-z0-9+/_-]{16}$/;
 
@@ -123,7 +136,8 @@ export class LineSplitter {
     if (held < block.length) {
       this.pending = `${block.slice(held)}\n${this.pending}`;
       if (held === 0) return this.pending.length > this.maxPending ? [this.cut()] : [];
-      block = block.slice(0, held - 1);
+      // Without the line break before the held lines, CR included.
+      block = block.slice(0, held > 1 && block[held - 2] === "\r" ? held - 2 : held - 1);
     }
     const lines = this.redact.text(block).split(/\r?\n/);
     if (this.pending.length > this.maxPending) lines.push(this.cut());
@@ -134,7 +148,8 @@ export class LineSplitter {
    * What is left, at the stream's end. `cut`: the stream was closed under the writer (not ended by it), so its last,
    * unfinished line may stop inside a secret, whose first characters no redaction recognises: the line is cut (shown
    * as `[cut]`) from its last word on, unless it ends with a redacted secret, and from wherever the first words of a
-   * secret holding spaces begin that run up to there (`Redactor.cutOff`).
+   * secret holding spaces begin that run up to there (`Redactor.cutOff`). Lines held back as the start of a wrapped
+   * base64 run are cut so too, also when their last line ended with its line break (the run's rest never came).
    */
   flush(cut = false): string[] {
     const rest = this.pending + this.decoder.end();
@@ -142,7 +157,7 @@ export class LineSplitter {
     if (rest === "") return [];
     let at = rest.length;
     let scrubbed: string | undefined;
-    if (cut && !rest.endsWith("\n")) {
+    if (cut && (!rest.endsWith("\n") || endsWithHeldRun(rest))) {
       scrubbed = this.redact.text(rest);
       at = this.redact.cutOff(rest, scrubbed.endsWith(REDACTED) ? rest.length : unfinishedStart(rest));
     }
