@@ -18,6 +18,7 @@ import { REDACTED } from "../../lib/shared";
 import { ScriptedChatModel } from "../../lib/agent";
 import { threadPaths } from "../../lib/sessions";
 import { createTaskRuntime, MemoryTaskNotifier, submitContract, TaskSubmitRequest, type SubmittedTask, type TaskRuntime } from "../../lib/tasks";
+import { REMOTE_ID_SECRET_MIN_CHARS } from "../../lib/tasks/caller";
 import { JOB_TOOLSET, makeTempDir, ManualClock, startHttpFixture, stdioFixture, TaskBoard, writeConfig } from "../fixtures";
 import type { StreamableHttpFixture } from "../fixtures/http-server";
 import { targets } from "./store/helpers";
@@ -250,6 +251,20 @@ describe("compensation through the wrapper", () => {
     );
     expect(board.jobs.get("acme-corp-7f3-9")!.state).toBe("cancelled");
     expect(await s.runtime.service.listTasks("th-4c", "ann")).toEqual([]);
+  });
+
+  test("a credential of exactly REMOTE_ID_SECRET_MIN_CHARS characters inside a remote id refuses it too", async () => {
+    const tenant = "a".repeat(REMOTE_ID_SECRET_MIN_CHARS - 3) + "7f3";
+    const s = await setup({
+      mcpTasks: { enabled: true, poll_interval_seconds: 5 },
+      mcpServers: { jobs: { type: "http", url: http.url, headers: { "X-Tenant": tenant }, task_toolsets: [{ name: "build", ...JOB_TOOLSET }] } },
+    });
+    const [message] = await agentSubmit(s, "jobs_start_job", { label: "t", remote_id: `${tenant}-9`, steps: 5 }, "ann", "th-4e");
+    expect(message!.content).toBe(
+      "Background task 'build' was not submitted: MCP task remote_task_id holds a value the call carried as a credential, so it cannot be stored",
+    );
+    expect(board.jobs.get(`${tenant}-9`)!.state).toBe("cancelled");
+    expect(await s.runtime.service.listTasks("th-4e", "ann")).toEqual([]);
   });
 
   test("a remote id holding a credential too short to refuse it is scrubbed from the log line of a failed compensating cancel", async () => {

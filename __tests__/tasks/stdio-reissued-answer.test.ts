@@ -171,6 +171,11 @@ describe("the old task's cancel in the child that handed its remote id out again
     const waiting = await s.runtime.service.getTask(old.taskId, "bob");
     expect([waiting?.status, waiting?.last_cancel_error]).toEqual(["submitted", null]);
     expect(waiting?.next_cancel_at?.getTime()).toBe(s.clock.current.getTime() + 5000);
+    // Asked again while the submit is still out: one interval again, never backed off as a failed attempt is.
+    await s.runtime.runOnce(s.clock.advance(5));
+    const again = await s.runtime.service.getTask(old.taskId, "bob");
+    expect([again?.status, again?.last_cancel_error, again?.cancel_attempt_count]).toEqual(["submitted", null, 2]);
+    expect(again?.next_cancel_at?.getTime()).toBe(s.clock.current.getTime() + 5000);
     s.gate.open();
     const fresh = await turn;
     await s.runtime.runOnce(s.clock.advance(5));

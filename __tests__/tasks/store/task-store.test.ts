@@ -35,6 +35,18 @@ describe.each(targets())("task store on $name", (target) => {
     await store.close();
   });
 
+  test("on the last instant of a lease no other owner can claim the row: the holder's result of that instant is kept", async () => {
+    const { store, clock } = await fresh();
+    const task = await seedTask(store);
+    const [first] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+    clock.advance(60);
+    expect(clock.now()).toEqual(first.lease_expires_at);
+    expect(await store.claimDuePolls({ leaseOwner: "w2", ...lease })).toEqual([]);
+    expect(await store.applySnapshot({ task: first, leaseOwner: "w1", snapshot: completed("w1"), nextPollAt: null })).toBe(true);
+    expect((await store.get(task.id, "alice"))?.result).toBe("w1");
+    await store.close();
+  });
+
   test("a live lease cannot be claimed by another owner; an expired one can, and the old owner's result is then discarded", async () => {
     const { store, clock } = await fresh();
     const task = await seedTask(store);
@@ -276,6 +288,21 @@ describe.each(targets())("task store on $name", (target) => {
     const cancelled = new TaskSnapshot({ status: "cancelled" });
     const applied = await store.applyCancelSnapshot({ taskId: task.id, leaseOwner: "w1", leaseExpiresAt: cancelling.lease_expires_at, snapshot: cancelled, trackingDegradedAfterErrors: 1 });
     expect(applied).toBe(true);
+    await store.close();
+  });
+
+  test("on the last instant of a cancel lease no other owner can claim the cancel: the holder's answer of that instant is kept", async () => {
+    const { store, clock } = await fresh();
+    const task = await seedTask(store);
+    await store.requestCancel(task.id, "alice", "thread-1");
+    const [claimed] = await store.claimCancels({ leaseOwner: "c1", ...lease });
+    clock.advance(60);
+    expect(clock.now()).toEqual(claimed.lease_expires_at);
+    expect(await store.claimCancels({ leaseOwner: "c2", ...lease })).toEqual([]);
+    const cancelled = new TaskSnapshot({ status: "cancelled" });
+    const answer = { taskId: task.id, leaseOwner: "c1", leaseExpiresAt: claimed.lease_expires_at, snapshot: cancelled, trackingDegradedAfterErrors: 3 };
+    expect(await store.applyCancelSnapshot(answer)).toBe(true);
+    expect(await store.get(task.id, "alice")).toMatchObject({ status: "cancelled", cancel_attempt_count: 1, lease_owner: null });
     await store.close();
   });
 
