@@ -8,7 +8,7 @@ import { afterEach, describe, expect, test } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { whenGone, type OutputCut } from "../../lib/sessions/child";
-import { waitUntil } from "../fixtures/processes";
+import { blockUntilSleeping, processState, waitUntil } from "../fixtures/processes";
 
 const MIB = 1 << 20;
 
@@ -24,25 +24,6 @@ const FLOODING = [
   `process.stderr.write("writer " + writer.pid + "\\n");`,
   `setInterval(() => {}, 1000);`,
 ].join("\n");
-
-/** The state letter of `pid` in /proc (R running, S sleeping, Z exited, not reaped), undefined once it is gone. */
-function processState(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.charAt(stat.lastIndexOf(")") + 2);
-  } catch {
-    return undefined;
-  }
-}
-
-/** Waits, holding the event loop, until `pid` sleeps (`yes` only sleeps blocked on a full pipe) or is gone; at most ~10 s. */
-function blockUntilSleeping(pid: number): void {
-  const nap = new Int32Array(new SharedArrayBuffer(4));
-  for (let i = 0; i < 10_000; i += 1) {
-    if (processState(pid) !== "R") return;
-    Atomics.wait(nap, 0, 0, 1);
-  }
-}
 
 const started: number[] = [];
 afterEach(() => {

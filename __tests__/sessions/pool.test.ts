@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, jest, test } from "@jest/globals";
 import type { ChildProcess } from "node:child_process";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -14,7 +16,7 @@ import { findToolCall, type HttpFixture } from "../fixtures/http-common";
 import { startHttpFixture } from "../fixtures/http-server";
 import { startSseFixture } from "../fixtures/sse-server";
 import { stdioFixture } from "../fixtures/stdio";
-import { alive, pidsWithMarker, waitUntil } from "../fixtures/processes";
+import { alive, blockUntilBlockedOnWrite, pidsWithMarker, waitUntil } from "../fixtures/processes";
 
 let http: HttpFixture;
 let toolkit: McpToolkit;
@@ -295,6 +297,82 @@ describe("a stdio child that died while its pipes stay open", () => {
       expect(second.session.pid).not.toBe(pid);
     } finally {
       await pool.close();
+    }
+  });
+});
+
+/** Processes with `marker` on their command line whose program is `name` (by /proc comm). */
+function pidsNamed(marker: string, name: string): number[] {
+  return pidsWithMarker(marker).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === name;
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe("a stdio child that exits while a process it started writes on to its stdout", () => {
+  test("the pool warns that the child's output was cut past its exit", async () => {
+    const launch = stdioFixture({ name: "local", toolNames: ["pid"] });
+    const marker = `pool-cut-${process.pid}-${Date.now()}`;
+    // Once the server is gone, the writer writes zeros (no line to parse) to the stdout it inherited until it is killed or
+    // that socket closes. It makes it blocking again (the server's Node made it non-blocking): a writer blocked on a full
+    // buffer then sleeps in the kernel, where the hold below can see it.
+    const writerCode = "import os\nos.set_blocking(1, True)\nzeros = bytes(1 << 16)\nwhile True:\n    os.write(1, zeros)\n";
+    const script = 'M=$1; W=$2; shift 2; (tail --pid=$$ -s 0.05 -f /dev/null; exec python3 -c "$W" "$M") & exec "$@"';
+    const server = McpServerSchema.parse({
+      type: "stdio",
+      command: "sh",
+      args: ["-c", script, "sh", marker, writerCode, launch.command, ...launch.args],
+      env: launch.env,
+    });
+    // The event loop is held between polls until the writer is blocked on a full pipe, as in child-after-exit.test.ts:
+    // every poll past the exit then finds new output, so only the pool's bound ends the reading.
+    let holding = false;
+    let writer: number | undefined;
+    const nap = new Int32Array(new SharedArrayBuffer(4));
+    const hold = () => {
+      if (!holding) return;
+      for (let i = 0; writer === undefined && i < 10_000; i += 1) {
+        writer = pidsNamed(marker, "python3")[0];
+        if (writer === undefined) Atomics.wait(nap, 0, 0, 1);
+      }
+      if (writer !== undefined) blockUntilBlockedOnWrite(writer);
+      setImmediate(hold);
+    };
+    // Published as the child is made: this exit listener comes before the pool's own (`whenGone`), so the hold runs
+    // before each of its checks.
+    const onChild = (message: unknown) => {
+      const child = (message as { process: ChildProcess }).process;
+      child.once("exit", () => {
+        if (!child.spawnargs.includes(marker)) return;
+        holding = true;
+        hold();
+      });
+    };
+    subscribe("child_process", onChild);
+    const logger = new RecordingLogger();
+    const pool = new SessionPool(logger);
+    const cut = () => logger.messages("warn").filter((m) => m.includes("its output was cut"));
+    try {
+      const lease = await pool.acquire("local", server, { headers: EMPTY_HEADERS, initTimeoutMs: null });
+      process.kill(lease.session.pid!, "SIGKILL");
+      expect(await waitUntil(() => cut().length > 0)).toBe(true);
+      holding = false;
+      lease.release();
+      const [warning] = cut();
+      expect(warning).toMatch(
+        /^the stdio MCP server 'local' exited while a process it started still writes to its stdout; its output was cut after (\d+ bytes|1000 ms) past the exit$/,
+      );
+      const bytes = /after (\d+) bytes/.exec(warning!);
+      if (bytes) expect(Number(bytes[1])).toBeGreaterThanOrEqual(1 << 20);
+      expect(pool.size()).toBe(0);
+    } finally {
+      holding = false;
+      unsubscribe("child_process", onChild);
+      await pool.close();
+      for (const pid of [...pidsNamed(marker, "python3"), ...pidsNamed(marker, "sh")]) process.kill(pid, "SIGKILL");
     }
   });
 });

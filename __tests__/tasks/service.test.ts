@@ -507,6 +507,92 @@ describe.each(targets())("McpTaskService on $name", (target) => {
       expect(await h.row(task.id)).toMatchObject({ status: "cancelled", last_cancel_error: null, cancel_attempt_count: 4 });
     });
 
+    test("a terminal cancel answer over the payload bounds fails the task with the protocol error, once; a non-terminal one is still retried", async () => {
+      const h = await setup({ settings: { poll_interval_seconds: 5 } });
+      const task = await h.submit();
+      const big = { question: "q".repeat(70_000) };
+      h.driver.cancelWith(
+        task.remote_task_id,
+        new TaskSnapshot({ status: "working", input_required: big }),
+        new TaskSnapshot({ status: "cancelled", input_required: big }),
+      );
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      expect(await h.service.runOnce()).toMatchObject({ cancelled: 0, cancelRetried: 1 });
+      const retried = (await h.row(task.id))!;
+      expect(retried).toMatchObject({ status: "submitted", last_cancel_error: "MCP task cancellation must return a terminal status" });
+      h.clock.current = retried.next_cancel_at!;
+      expect(await h.service.runOnce()).toMatchObject({ cancelled: 1, cancelRetried: 0 });
+      expect(await h.row(task.id)).toMatchObject({
+        status: "failed",
+        error: "MCP task input_required payload exceeds the 65536-byte limit",
+        input_required: null,
+        next_cancel_at: null,
+        last_cancel_error: null,
+      });
+      h.clock.advance(3600);
+      await h.service.runOnce();
+      expect(h.driver.callsOf("cancel")).toHaveLength(2);
+    });
+
+    test("a cancel deferred for longer than the lease (a submit on the same stdio child unanswered) records why, in one fixed text, every interval; no event; an answer ends it", async () => {
+      const h = await setup({ settings: { poll_interval_seconds: 5, lease_seconds: 30, max_poll_backoff_seconds: 300 } });
+      h.driver.callSeconds = 1;
+      const task = await h.submit();
+      const unsettled = (n: number) => Array.from({ length: n }, () => new McpTaskAnswerUnsettledError());
+      h.driver.cancelWith(task.remote_task_id, new Error("unreachable"), ...unsettled(8), new Error("unreachable"), ...unsettled(1));
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      const tickAtNextCancel = async () => {
+        const row = (await h.row(task.id))!;
+        h.clock.current = row.next_cancel_at!;
+        return h.service.runOnce();
+      };
+      expect(await h.service.runOnce()).toMatchObject({ cancelRetried: 1 });
+      expect(await h.row(task.id)).toMatchObject({ last_cancel_error: "unreachable", poll_deferred_at: null });
+      // Deferred one interval at a time, the last error kept, while deferred for no longer than the lease (30 s).
+      let first: Date | undefined;
+      for (let i = 0; i < 6; i += 1) {
+        expect(await tickAtNextCancel()).toMatchObject({ cancelRetried: 1 });
+        const row = (await h.row(task.id))!;
+        first ??= h.clock.current;
+        expect(row).toMatchObject({ status: "submitted", last_cancel_error: "unreachable", poll_deferred_at: first, event_version: 0 });
+        expect(seconds(row.next_cancel_at, h.clock.current)).toBe(5);
+      }
+      expect(seconds(h.clock.current, first!)).toBe(30);
+      // Past the lease: the cancel says why it hangs, in one text however long it is held, still one interval apart.
+      const stuck =
+        "Cancellation is held back: the task cannot be cancelled while a call to the same stdio MCP server process " +
+        "has been unanswered for longer than lease_seconds";
+      for (let i = 0; i < 2; i += 1) {
+        expect(await tickAtNextCancel()).toMatchObject({ cancelRetried: 1, notified: 0 });
+        const row = (await h.row(task.id))!;
+        expect(row).toMatchObject({ status: "submitted", last_cancel_error: stuck, poll_deferred_at: first, event_version: 0 });
+        expect(seconds(row.next_cancel_at, h.clock.current)).toBe(5);
+      }
+      // Any other outcome ends the spell: the next deferral counts from itself.
+      await tickAtNextCancel();
+      expect(await h.row(task.id)).toMatchObject({ last_cancel_error: "unreachable", poll_deferred_at: null });
+      await tickAtNextCancel();
+      expect(await h.row(task.id)).toMatchObject({ last_cancel_error: "unreachable", poll_deferred_at: h.clock.current });
+      expect(await tickAtNextCancel()).toMatchObject({ cancelled: 1 });
+      expect(await h.row(task.id)).toMatchObject({ status: "cancelled", last_cancel_error: null, poll_deferred_at: null });
+    });
+
+    test("a cancel requested while the polls are deferred counts on from the first deferred poll: past the lease at once", async () => {
+      const h = await setup({ settings: { poll_interval_seconds: 5, lease_seconds: 30 } });
+      const task = await h.submit();
+      h.driver.status(task.remote_task_id, ...Array.from({ length: 8 }, () => new McpTaskAnswerUnsettledError()));
+      let first: Date | undefined;
+      for (let i = 0; i < 8; i += 1) {
+        await tickAtNextPoll(h, task.id);
+        first ??= h.clock.current;
+      }
+      expect(await h.row(task.id)).toMatchObject({ poll_deferred_at: first, last_poll_error: expect.stringContaining("Tracking is held back") });
+      h.driver.cancelWith(task.remote_task_id, new McpTaskAnswerUnsettledError());
+      await h.service.cancelTask(task.id, "thread-1", "alice");
+      expect(await h.service.runOnce()).toMatchObject({ cancelRetried: 1 });
+      expect(await h.row(task.id)).toMatchObject({ poll_deferred_at: first, last_cancel_error: expect.stringContaining("Cancellation is held back") });
+    });
+
     test("a poll in flight when the cancel lands cannot overwrite it", async () => {
       const h = await setup();
       const task = await h.submit();

@@ -172,6 +172,28 @@ describe("adoption of a task holder across reloads", () => {
     expect(await waitUntil(() => !alive(child))).toBe(true);
   });
 
+  test("a cancel answered cancelled with a result_artifact over 64 KiB fails the task for good (not retried for ever) and no longer holds its child", async () => {
+    const s = await setup();
+    const { pid: child, taskId } = await submitWithPid(s.tools, "bob", "th-a", { label: "c", mode: "bad_cancel" });
+    await s.runtime.runOnce(s.clock.advance(5));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.status).toBe("working");
+    await s.runtime.service.cancelTask(taskId, "th-a", "bob");
+    await s.runtime.runOnce(s.clock.advance(1));
+    const row = await s.runtime.service.getTask(taskId, "bob");
+    expect([row?.status, row?.error, row?.result_artifact, row?.next_cancel_at]).toEqual([
+      "failed",
+      "MCP task result_artifact payload exceeds the 65536-byte limit",
+      null,
+      null,
+    ]);
+    // Nothing is asked again: the row is not claimed any more.
+    await s.runtime.runOnce(s.clock.advance(600));
+    expect((await s.runtime.service.getTask(taskId, "bob"))?.cancel_attempt_count).toBe(1);
+    await writeConfig(s.dir, config({}, "jobs, edited"));
+    await s.toolkit.getTools();
+    expect(await waitUntil(() => !alive(child))).toBe(true);
+  });
+
   test("the adopted child's echo of its env secret is scrubbed from its result and from its stderr lines", async () => {
     const s = await setup();
     const { pid: holder } = await submitWithPid(s.tools, "bob", "th-a", { label: "s", mode: "held" });

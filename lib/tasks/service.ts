@@ -130,6 +130,11 @@ const HELD_BACK_ERROR =
   "Tracking is held back: the task's status cannot be checked while a call to the same stdio MCP server process " +
   "has been unanswered for longer than lease_seconds";
 
+/** A cancel deferred for longer than a lease (see `#cancelClaimed`): one text, however long, as for polls. */
+const CANCEL_HELD_BACK_ERROR =
+  "Cancellation is held back: the task cannot be cancelled while a call to the same stdio MCP server process " +
+  "has been unanswered for longer than lease_seconds";
+
 /** The service was stopped: in-flight remote calls were abandoned and no further work is accepted. */
 export class McpTaskServiceStoppedError extends Error {
   constructor() {
@@ -527,8 +532,8 @@ export class McpTaskService {
     try {
       const driver = this.#driver(record.driver_name);
       const answer = await this.#remote((o) => driver.cancel(taskReferenceFromRecord(record), o), undefined, record.lease_expires_at);
-      const snapshot = normalizeSnapshot(answer, this.#bounds);
-      if (!snapshot.isTerminal) throw new McpTaskProtocolError("MCP task cancellation must return a terminal status");
+      if (!answer.isTerminal) throw new McpTaskProtocolError("MCP task cancellation must return a terminal status");
+      const snapshot = this.#cancelSnapshot(answer);
       const applied = await this.store.applyCancelSnapshot({
         taskId: record.id,
         leaseOwner: this.leaseOwner,
@@ -541,17 +546,41 @@ export class McpTaskService {
     } catch (err) {
       this.#assertRunning();
       const failedAt = this.#clock();
+      const release = { taskId: record.id, leaseOwner: this.leaseOwner, leaseExpiresAt: record.lease_expires_at };
+      if (err instanceof McpTaskAnswerUnsettledError) {
+        // An answer that may be about another job is no failed attempt: the cancel is asked again a poll interval later.
+        // Deferred for longer than a lease (counted on from the polls' deferrals, if they ran into the cancel), it says
+        // why it hangs, in a text that does not change while it does.
+        const since = record.poll_deferred_at ?? failedAt;
+        const held = Math.floor((failedAt.getTime() - since.getTime()) / 1000) > this.settings.lease_seconds;
+        await this.store.releaseCancelClaim({
+          ...release,
+          nextCancelAt: addSeconds(failedAt, this.settings.poll_interval_seconds),
+          error: held ? CANCEL_HELD_BACK_ERROR : record.last_cancel_error,
+          deferredSince: since,
+        });
+        return false;
+      }
       const attempts = Math.max(0, (record.cancel_attempt_count || 1) - 1);
-      // An answer that may be about another job is no failed attempt: the cancel is asked again a poll interval later.
-      const unsettled = err instanceof McpTaskAnswerUnsettledError;
       await this.store.releaseCancelClaim({
-        taskId: record.id,
-        leaseOwner: this.leaseOwner,
-        leaseExpiresAt: record.lease_expires_at,
-        nextCancelAt: addSeconds(failedAt, unsettled ? this.settings.poll_interval_seconds : this.backoffSeconds(attempts)),
-        error: unsettled ? record.last_cancel_error : boundedError(err),
+        ...release,
+        nextCancelAt: addSeconds(failedAt, this.backoffSeconds(attempts)),
+        error: boundedError(err),
       });
       return false;
+    }
+  }
+
+  /**
+   * A terminal cancel answer as stored. One that breaks the payload bounds fails the task with that protocol error, as a
+   * poll's does: the job has ended, and asking again would only get the same answer, retried for ever.
+   */
+  #cancelSnapshot(answer: TaskSnapshot): TaskSnapshot {
+    try {
+      return normalizeSnapshot(answer, this.#bounds);
+    } catch (err) {
+      if (!(err instanceof McpTaskProtocolError)) throw err;
+      return new TaskSnapshot({ status: TaskStatus.FAILED, error: boundedError(err) });
     }
   }
 

@@ -54,7 +54,10 @@ export interface TaskRecord {
    * may be numbered per process; '' for HTTP/SSE, whose ids are the server's own.
    */
   remote_scope: string;
-  /** When the polls deferred since were first deferred (see migration 0006); null when the last poll was not deferred. */
+  /**
+   * When the calls deferred since were first deferred (see migration 0006): the polls, then, once a cancel is requested
+   * (no poll runs after it), the cancels; null when the last call was not deferred.
+   */
   poll_deferred_at: Date | null;
 }
 

@@ -292,7 +292,7 @@ export class TaskSql {
     return `UPDATE mcp_tasks SET status = ${c.text(4)}, result = ${c.json(5)}, result_preview = ${c.text(6)},
         result_truncated = ${c.bool(7)}, result_artifact = ${c.json(8)}, error = ${c.text(9)},
         input_required = ${c.json(10)}, next_poll_at = NULL, next_cancel_at = NULL, last_cancel_error = NULL,
-        last_poll_error = NULL, consecutive_poll_error_count = 0,
+        last_poll_error = NULL, consecutive_poll_error_count = 0, poll_deferred_at = NULL,
         lease_owner = NULL, lease_expires_at = NULL, completed_at = ${c.ts(3)}, updated_at = ${c.ts(3)},
         ${recordEventSet(c.text(11), c.ts(3))}
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(12))}
@@ -301,13 +301,13 @@ export class TaskSql {
   }
 
   /**
-   * $1 id, $2 owner, $3 now, $4 next cancel, $5 error, $6 the claim's lease expiry (or null). Fenced on owner,
-   * lease expiry and claim.
+   * $1 id, $2 owner, $3 now, $4 next cancel, $5 error, $6 the claim's lease expiry (or null), $7 for a deferred
+   * cancel, when the deferrals began (null otherwise). Fenced on owner, lease expiry and claim.
    */
   releaseCancelClaim(): string {
     const { c } = this;
     return `UPDATE mcp_tasks SET next_cancel_at = ${c.ts(4)}, last_cancel_error = ${c.text(5)}, lease_owner = NULL,
-        lease_expires_at = NULL, updated_at = ${c.ts(3)}
+        lease_expires_at = NULL, poll_deferred_at = ${c.ts(7)}, updated_at = ${c.ts(3)}
       WHERE id = $1 AND lease_owner = $2 AND lease_expires_at >= ${c.ts(3)} AND ${sameClaim("lease_expires_at", c.ts(6))}
       RETURNING id`;
   }

@@ -120,6 +120,8 @@ export interface ReleaseCancelInput {
   nextCancelAt: Date;
   /** The attempt's error; null: none (the cancel is only put off). */
   error: string | null;
+  /** For a deferred cancel, when the deferrals began (`poll_deferred_at`); any other outcome clears it. */
+  deferredSince?: Date;
 }
 
 export interface NotificationStep {
@@ -394,6 +396,7 @@ export class TaskStore {
       dbTime(input.nextCancelAt),
       input.error,
       claimExpiry(input.leaseExpiresAt),
+      input.deferredSince ? dbTime(input.deferredSince) : null,
     ]);
     return done.length === 1;
   }
