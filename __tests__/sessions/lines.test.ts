@@ -235,6 +235,16 @@ describe("LineSplitter", () => {
     expect([...ended.push(Buffer.from(`auth\n${wrapped[0]}\n${wrapped[1]}\n`)), ...ended.flush()]).toEqual(["auth", wrapped[0], wrapped[1]]);
   });
 
+  test("a run's first line held back after words of its own, cut under its writer right after its line break, is [cut] from its digits", () => {
+    const secret = "sk-live-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0";
+    const wrapped = Buffer.from(`user:${secret}`).toString("base64").match(/.{20}/g)!;
+    for (const eol of ["\n", "\r\n"]) {
+      const splitter = new LineSplitter(64 * 1024, Redactor.of([secret]));
+      const lines = [...splitter.push(Buffer.from(`auth${eol}Authorization: Basic ${wrapped[0]}${eol}`)), ...splitter.flush(true)];
+      expect(lines).toEqual(["auth", "Authorization: Basic [cut]"]);
+    }
+  });
+
   // No timer: the split runs in a worker, so one that does not end fails the test at its timeout instead of blocking
   // it. A server's JSON log line quoting a long output (@agent-infra/mcp-server-commands logs a failed command's
   // stdout so): tried for a trailing base64 run from each of its digits, 60,000 of them held the event loop 9 s.

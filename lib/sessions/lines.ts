@@ -31,7 +31,11 @@ const BASE64_LINE = /^[A-Za-z0-9+/_=-]+\r?$/;
  */
 function unfinishedStart(text: string): number {
   const lineStart = lastLineStart(text);
-  if (!BASE64_LINE.test(text.slice(lineStart).replace(/\n$/, ""))) return lastWordStart(text);
+  const last = text.slice(lineStart).replace(/\n$/, "");
+  if (!BASE64_LINE.test(last)) {
+    // A held run's first line alone (words, then its digits; its CR taken by `push`): from its last word.
+    return text.endsWith("\n") && endsInBase64Digits(last) ? lastWordStart(text, lineStart + last.length) : lastWordStart(text);
+  }
   let start = lineStart;
   while (start > 0) {
     const from = text.lastIndexOf("\n", start - 2) + 1;
@@ -49,11 +53,13 @@ function lastLineStart(text: string): number {
 }
 
 /**
- * Whether `text` ends with a line break after a line of base64 digits only: lines held back as the start of a wrapped
- * run (see `push`), whose rest may never have come.
+ * Whether `text` ends with a line break after a line of base64 digits only, or after a run's first line (one ending in
+ * base64 digits): lines held back as the start of a wrapped run (see `push`), whose rest may never have come.
  */
 function endsWithHeldRun(text: string): boolean {
-  return text.endsWith("\n") && BASE64_LINE.test(text.slice(lastLineStart(text), -1));
+  if (!text.endsWith("\n")) return false;
+  const last = text.slice(lastLineStart(text), -1);
+  return BASE64_LINE.test(last) || endsInBase64Digits(last);
 }
 
 /** The last 16 characters before a line's padding: base64 digits (either alphabet) only. */
