@@ -84,6 +84,14 @@ test.each([
   expect((err as Error).message).not.toContain(ref.remoteTaskId);
 });
 
+test("only the fixed payload bounds fail a status answer in the driver: a result of any size comes back whole (the service previews it)", async () => {
+  const big = await driver.getStatus(await submitted("web", { label: "b", mode: "big", size: 100_000 }));
+  expect([big.status, (big.result as string).length, big.result_truncated]).toEqual([TaskStatus.COMPLETED, 100_000, false]);
+  const err = await driver.getStatus(await submitted("web", { label: "a", mode: "bad_artifact" })).catch((e: unknown) => e);
+  expect(err).toBeInstanceOf(McpTaskProtocolError);
+  expect((err as Error).message).toBe("MCP task result_artifact payload exceeds the 65536-byte limit");
+});
+
 test("isError on status is retryable, with the first text block scrubbed of the sent headers and bounded", async () => {
   const ref = await submitted("web", { label: "e", mode: "status_error" });
   const err = (await driver.getStatus(ref).catch((e: unknown) => e)) as Error;

@@ -432,6 +432,29 @@ describe.each(targets())("task store on $name", (target) => {
       await store.close();
     });
 
+    test("a holder ended in the middle of a deferred spell keeps none of it: no deferral, poll errors, cancel error or next cancel, as any terminal answer", async () => {
+      const { store, clock } = await fresh();
+      await store.create({ ...base, id: "held", remoteTaskId: "job-1", remoteScope: "child-1", nextPollAt: clock.now() });
+      const began = clock.now();
+      for (let i = 0; i < 3; i += 1) {
+        const [polled] = await store.claimDuePolls({ leaseOwner: "w1", ...lease });
+        const input = { taskId: "held", leaseOwner: "w1", leaseExpiresAt: polled.lease_expires_at, nextPollAt: clock.now(), error: "held back", trackingDegradedAfterErrors: 3 };
+        expect(await store.releaseClaim({ ...input, deferredSince: began })).toBe(true);
+      }
+      await store.requestCancel("held", "alice", "t");
+      const [cancel] = await store.claimCancels({ leaseOwner: "c1", ...lease });
+      const nextCancelAt = new Date(clock.now().getTime() + 5000);
+      const release = { taskId: "held", leaseOwner: "c1", leaseExpiresAt: cancel.lease_expires_at, nextCancelAt, error: "cancel held back", deferredSince: began };
+      expect(await store.releaseCancelClaim(release)).toBe(true);
+      expect(await store.get("held", "alice")).toMatchObject({ poll_deferred_at: began, consecutive_poll_error_count: 3, last_cancel_error: "cancel held back" });
+      await store.create({ ...base, id: "new", remoteTaskId: "job-1", remoteScope: "child-2" });
+      expect(await store.get("held", "alice")).toMatchObject({
+        status: "failed", error: REISSUED_REMOTE_TASK_ERROR, poll_deferred_at: null, consecutive_poll_error_count: 0, last_poll_error: null,
+        last_cancel_error: null, next_cancel_at: null,
+      });
+      await store.close();
+    });
+
     test("a refused insert ends nothing: the holders are ended in the insert's transaction", async () => {
       const { store } = await fresh();
       await store.create({ ...base, id: "old", remoteTaskId: "job-1", remoteScope: "child-1" });

@@ -111,12 +111,16 @@ export class TaskSql {
         AND remote_scope <> '' AND remote_scope <> $5 AND status NOT IN ${TERMINAL} ${this.forUpdate}`;
   }
 
-  /** $1 id, $2…$8 the terminal snapshot (status … input_required), $9 now, $10 event fingerprint: ends an unfinished task. */
+  /**
+   * $1 id, $2…$8 the terminal snapshot (status … input_required), $9 now, $10 event fingerprint: ends an unfinished task,
+   * clearing its poll and cancel state as a terminal answer does (its event was made with no poll errors).
+   */
   endUnfinished(): string {
     const { c } = this;
     return `UPDATE mcp_tasks SET status = $2, result = ${c.json(3)}, result_preview = $4, result_truncated = ${c.bool(5)},
-        result_artifact = ${c.json(6)}, error = $7, input_required = ${c.json(8)}, next_poll_at = NULL, lease_owner = NULL,
-        lease_expires_at = NULL, completed_at = ${c.ts(9)}, updated_at = ${c.ts(9)},
+        result_artifact = ${c.json(6)}, error = $7, input_required = ${c.json(8)}, next_poll_at = NULL, next_cancel_at = NULL,
+        last_cancel_error = NULL, last_poll_error = NULL, consecutive_poll_error_count = 0, poll_deferred_at = NULL,
+        lease_owner = NULL, lease_expires_at = NULL, completed_at = ${c.ts(9)}, updated_at = ${c.ts(9)},
         ${recordEventSet(c.text(10), c.ts(9))}
       WHERE id = $1 AND status NOT IN ${TERMINAL}
       RETURNING id`;
