@@ -456,12 +456,10 @@ export class McpTaskService {
         // longer than a lease (a submit without a call timeout may never answer), each deferral counts as a poll error,
         // so the task shows `tracking_degraded` at the threshold; the first answer ends it.
         const nextPollAt = addSeconds(failedAt, this.settings.poll_interval_seconds);
-        const since = record.poll_deferred_at ?? failedAt;
-        const heldSeconds = Math.floor((failedAt.getTime() - since.getTime()) / 1000);
-        if (heldSeconds > this.settings.lease_seconds) {
-          const error = HELD_BACK_ERROR;
-          const released = await this.#releaseClaim(record, error, nextPollAt, since);
-          return released ? { outcome: "retried", taskId, error, nextPollAt } : { outcome: "discarded-by-fence", taskId };
+        const { since, pastLease } = this.#deferral(record, failedAt);
+        if (pastLease) {
+          const released = await this.#releaseClaim(record, HELD_BACK_ERROR, nextPollAt, since);
+          return released ? { outcome: "retried", taskId, error: HELD_BACK_ERROR, nextPollAt } : { outcome: "discarded-by-fence", taskId };
         }
         const deferred = await this.store.deferPoll({ taskId, leaseOwner: this.leaseOwner, leaseExpiresAt: record.lease_expires_at, nextPollAt, since });
         return deferred ? { outcome: "deferred", taskId, nextPollAt } : { outcome: "discarded-by-fence", taskId };
@@ -491,6 +489,15 @@ export class McpTaskService {
     });
     if (!applied) this.#logger.info(`Discarded MCP task poll result after lease ownership changed or expired (task_id=${record.id})`);
     return applied;
+  }
+
+  /**
+   * A deferral of `record`'s call at `at` (see `McpTaskAnswerUnsettledError`): since when its calls have been deferred
+   * (this one starts the spell when none runs), and whether that has lasted longer than a lease.
+   */
+  #deferral(record: TaskRecord, at: Date): { since: Date; pastLease: boolean } {
+    const since = record.poll_deferred_at ?? at;
+    return { since, pastLease: Math.floor((at.getTime() - since.getTime()) / 1000) > this.settings.lease_seconds };
   }
 
   async #releaseClaim(record: TaskRecord, error: string, nextPollAt: Date, deferredSince?: Date): Promise<boolean> {
@@ -551,12 +558,11 @@ export class McpTaskService {
         // An answer that may be about another job is no failed attempt: the cancel is asked again a poll interval later.
         // Deferred for longer than a lease (counted on from the polls' deferrals, if they ran into the cancel), it says
         // why it hangs, in a text that does not change while it does.
-        const since = record.poll_deferred_at ?? failedAt;
-        const held = Math.floor((failedAt.getTime() - since.getTime()) / 1000) > this.settings.lease_seconds;
+        const { since, pastLease } = this.#deferral(record, failedAt);
         await this.store.releaseCancelClaim({
           ...release,
           nextCancelAt: addSeconds(failedAt, this.settings.poll_interval_seconds),
-          error: held ? CANCEL_HELD_BACK_ERROR : record.last_cancel_error,
+          error: pastLease ? CANCEL_HELD_BACK_ERROR : record.last_cancel_error,
           deferredSince: since,
         });
         return false;
